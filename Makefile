@@ -1,0 +1,55 @@
+# `make run` and `make test` are the whole set-up; see README.md.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+APT_TEST_PACKAGES := chromium fonts-noto-cjk redis-server
+export MNEMO_DATA_DIR ?= $(CURDIR)/var
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export HF_HUB_OFFLINE := 1
+
+.PHONY: run test install lint bench clean apt-test-packages
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
+	$(PIP) install -q -U pip
+	$(PIP) install -q -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q -e '.[test]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	@mkdir -p $(MNEMO_DATA_DIR)
+	$(PY) manage.py migrate --no-input -v 0
+	$(PY) manage.py collectstatic --no-input -v 0
+	$(PY) manage.py setup_demo
+	@echo "Serving Mnemo at http://127.0.0.1:8000 (API docs: http://127.0.0.1:8000/api/v1/docs). Ctrl-C stops it."
+	@# One process owns the embedded stores (SQLite writer, Qdrant Edge); threads serve requests concurrently.
+	exec $(VENV)/bin/gunicorn config.wsgi --bind 127.0.0.1:8000 --workers 1 --threads 8 --timeout 120 --access-logfile -
+
+apt-test-packages:
+	@missing=$$(for p in $(APT_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test: apt-test-packages $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: $(VENV)/.installed
+	$(PY) bench/embedders.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

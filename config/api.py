@@ -1,0 +1,62 @@
+"""The JSON API under /api/v1/: one NinjaAPI, a router per app, API-key auth on everything but health."""
+
+from django.http import HttpRequest
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError
+
+from core.auth import API_AUTH
+from core.health import run_checks
+
+api = NinjaAPI(
+    title="Mnemo API",
+    version="1",
+    description=(
+        "Memory and knowledge for agents. Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <key>`; "
+        "create keys on the API keys page or with `python manage.py create_api_key <username>`."
+    ),
+    urls_namespace="api",
+    auth=API_AUTH,
+    docs_url="/docs",
+)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthorized(request: HttpRequest, exc: AuthenticationError):
+    return api.create_response(
+        request,
+        {"detail": "Missing or invalid API key. Send `X-API-Key: <key>` or `Authorization: Bearer <key>`."},
+        status=401,
+    )
+
+
+class HealthCheckOut(Schema):
+    concern: str
+    backend: str
+    ok: bool
+    detail: str
+    elapsed_ms: int
+
+
+class HealthOut(Schema):
+    ok: bool
+    checks: list[HealthCheckOut]
+
+
+@api.get("/health", auth=None, response=HealthOut, tags=["health"])
+def health(request: HttpRequest):
+    """Which backend serves each concern and whether it is reachable. Needs no key."""
+    checks = run_checks()
+    return {"ok": all(check.ok for check in checks), "checks": [check.as_dict() for check in checks]}
+
+
+class MeOut(Schema):
+    username: str
+    key_name: str
+    scope: str
+
+
+@api.get("/me", response=MeOut, tags=["auth"])
+def get_me(request: HttpRequest):
+    """The user and key behind this request: a cheap way to test a key."""
+    key = request.auth
+    return {"username": key.user.get_username(), "key_name": key.name, "scope": key.scope}

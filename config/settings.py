@@ -1,0 +1,220 @@
+"""Mnemo settings: embedded defaults that need no configuration, production services chosen by environment.
+
+.env.example lists every variable read here. With none set, Mnemo runs on SQLite (WAL) and the embedded Qdrant
+Edge store inside MNEMO_DATA_DIR, an in-process worker pool, the local offline embedders and no LLM.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.utils.csp import CSP
+
+from config.env import (
+    ConfigError,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    env_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+# --- Core -------------------------------------------------------------------------------------------------
+DEBUG = env_bool("MNEMO_DEBUG", False)
+SECRET_KEY = env_str("MNEMO_SECRET_KEY")
+if not SECRET_KEY:
+    # An embedded instance keeps a generated key in its data folder so sessions survive restarts.
+    _key_file = DATA_DIR / "secret_key.txt"
+    if _key_file.exists():
+        SECRET_KEY = _key_file.read_text().strip()
+    else:
+        from django.core.management.utils import get_random_secret_key
+
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        SECRET_KEY = get_random_secret_key()
+        _key_file.write_text(SECRET_KEY)
+        _key_file.chmod(0o600)
+
+ALLOWED_HOSTS = env_list("MNEMO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("MNEMO_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "ninja",
+    "core",
+    "agents",
+    "memories",
+    "knowledge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Relational store (the source of truth) ---------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    if not DATABASE_URL.startswith(("postgres://", "postgresql://", "sqlite://")):
+        raise ConfigError(
+            f"DATABASE_URL must start with postgres:// (or sqlite:///path); got {DATABASE_URL.split(':')[0]}://…"
+        )
+    try:
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    except ValueError as exc:
+        raise ConfigError(f"DATABASE_URL could not be parsed: {exc}") from None
+else:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "mnemo.sqlite3",
+            "OPTIONS": {
+                # WAL lets page reads run while the background pool writes; IMMEDIATE avoids
+                # "database is locked" upgrades from read to write transactions.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
+                "transaction_mode": "IMMEDIATE",
+            },
+        }
+    }
+
+# --- Vectors: Qdrant Edge in DATA_DIR by default, a Qdrant server when QDRANT_URL is set -----------------------
+QDRANT_URL = env_url("QDRANT_URL", ("http", "https"))
+QDRANT_API_KEY = env_str("QDRANT_API_KEY")
+QDRANT_COLLECTION = env_str("QDRANT_COLLECTION", "mnemo")
+QDRANT_VECTOR_SIZE = env_int("QDRANT_VECTOR_SIZE", 0, minimum=0)  # 0: take the size from the embedder
+QDRANT_DISTANCE = env_choice("QDRANT_DISTANCE", "cosine", ("cosine", "dot", "euclid"))
+QDRANT_TIMEOUT = env_float("QDRANT_TIMEOUT", 10.0, minimum=0.1)
+QDRANT_EDGE_PATH = DATA_DIR / "qdrant-edge"
+
+# --- Graph: SQL over Entity/Relation by default, mirrored to Neo4j when NEO4J_URI is set ----------------------
+NEO4J_URI = env_url("NEO4J_URI", ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"))
+NEO4J_USERNAME = env_str("NEO4J_USERNAME", "neo4j")
+NEO4J_PASSWORD = env_str("NEO4J_PASSWORD")
+NEO4J_DATABASE = env_str("NEO4J_DATABASE", "neo4j")
+
+# --- Embeddings (the tutorial's variable names) --------------------------------------------------------------
+EMBED_MODEL_TYPE = env_choice(
+    "EMBED_MODEL_TYPE", "local", ("local", "minilm", "use", "openai", "dashscope", "compatible")
+)
+EMBED_MODEL_NAME = env_str("EMBED_MODEL_NAME")
+EMBED_API_KEY = env_str("EMBED_API_KEY")
+EMBED_BASE_URL = env_url("EMBED_BASE_URL", ("http", "https"))
+if EMBED_MODEL_TYPE in {"openai", "dashscope", "compatible"} and not (EMBED_API_KEY and EMBED_MODEL_NAME):
+    raise ConfigError(f"EMBED_MODEL_TYPE={EMBED_MODEL_TYPE} needs EMBED_API_KEY and EMBED_MODEL_NAME.")
+
+# --- LLM (optional): any OpenAI-compatible chat API ----------------------------------------------------------
+LLM_BASE_URL = env_url("LLM_BASE_URL", ("http", "https"))
+LLM_API_KEY = env_str("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_TIMEOUT = env_float("LLM_TIMEOUT", 60.0, minimum=1.0)
+if LLM_BASE_URL and not LLM_MODEL:
+    raise ConfigError("LLM_BASE_URL is set but LLM_MODEL is empty: name the chat model to use.")
+
+# --- Background work: in-process pool by default, Celery when a broker is set ---------------------------------
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp", "amqps"))
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
+
+# --- Auth, sessions, security ---------------------------------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = env_bool("MNEMO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+
+# --- Files ----------------------------------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+MEDIA_ROOT = DATA_DIR / "media"
+MEDIA_URL = "media/"
+MNEMO_MAX_UPLOAD_MB = env_int("MNEMO_MAX_UPLOAD_MB", 50, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Whitenoise serves hashed static files from one process in both embedded and compose set-ups.
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = env_str("MNEMO_TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("MNEMO_LOG_LEVEL", "INFO").upper()},
+}

@@ -1,0 +1,91 @@
+"""Run background tasks: on Celery when CELERY_BROKER_URL is set, else on a pool inside this process.
+
+In embedded mode the web process owns the embedded stores (SQLite writer, Qdrant Edge), so its own threads do
+the background work. Tasks are ordinary Celery tasks either way; the local pool calls them with `apply()` and
+retries failures with exponential backoff itself, because eager Celery retries would spin without delay.
+"""
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from functools import partial
+from typing import Any
+
+from celery import Task
+from django.conf import settings
+from django.db import close_old_connections, transaction
+
+logger = logging.getLogger(__name__)
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_pending: set[Future] = set()
+LOCAL_MAX_RETRIES = 6
+LOCAL_BACKOFF_SECONDS = 2.0
+
+
+def uses_celery() -> bool:
+    return bool(settings.CELERY_BROKER_URL)
+
+
+def _local_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=settings.MNEMO_WORKERS, thread_name_prefix="mnemo-worker")
+        return _pool
+
+
+def _run_locally(task: Task, args: tuple, kwargs: dict, attempt: int = 0) -> Any:
+    close_old_connections()
+    try:
+        return task.run(*args, **kwargs)
+    except Exception as exc:
+        retryable = isinstance(exc, tuple(getattr(task, "autoretry_for", ()) or ()))
+        if retryable and attempt < LOCAL_MAX_RETRIES:
+            delay = LOCAL_BACKOFF_SECONDS * 2**attempt
+            logger.warning("%s failed (%s); retry %d in %.0f s", task.name, exc, attempt + 1, delay)
+            timer = threading.Timer(
+                delay, lambda: _local_pool().submit(_run_locally, task, args, kwargs, attempt + 1)
+            )
+            timer.daemon = True
+            timer.start()
+            return None
+        logger.exception("%s failed for good", task.name)
+        raise
+    finally:
+        close_old_connections()
+
+
+def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
+    """Start `task` in the background now (Celery AsyncResult, or a Future from the local pool)."""
+    if uses_celery():
+        return task.apply_async(args=args, kwargs=kwargs)
+    future = _local_pool().submit(_run_locally, task, args, kwargs)
+    _pending.add(future)
+    future.add_done_callback(_pending.discard)
+    return future
+
+
+def dispatch_on_commit(task: Task, *args: Any, **kwargs: Any) -> None:
+    """Start `task` once the current transaction commits, so the worker reads the committed row."""
+    transaction.on_commit(partial(dispatch, task, *args, **kwargs))
+
+
+def worker_description() -> str:
+    if uses_celery():
+        return f"Celery via {redact_url(settings.CELERY_BROKER_URL)}"
+    return f"in-process pool ({settings.MNEMO_WORKERS} threads)"
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for pages and logs."""
+    if "@" not in url:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://…@{rest.rpartition('@')[2]}"
+
+
+def wait_for_local_tasks(timeout: float = 30.0) -> None:
+    """Block until everything queued on the local pool so far has run (tests and management commands)."""
+    wait(list(_pending), timeout=timeout)

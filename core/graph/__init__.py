@@ -1,0 +1,10 @@
+from core.graph.base import (
+    EntityNode,
+    GraphStore,
+    GraphStoreError,
+    GraphStoreUnavailable,
+    Neighbor,
+    RelationEdge,
+)
+
+__all__ = ["EntityNode", "GraphStore", "GraphStoreError", "GraphStoreUnavailable", "Neighbor", "RelationEdge"]

@@ -1,0 +1,99 @@
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class TimeStampedModel(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class MirrorState(models.TextChoices):
+    PENDING = "pending", "pending"
+    SYNCED = "synced", "synced"
+    FAILED = "failed", "failed"
+
+
+class MirroredModel(TimeStampedModel):
+    """A row mirrored to the vector store and/or Neo4j: its UUID is the point id and the node id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    mirror_state = models.CharField(max_length=8, choices=MirrorState, default=MirrorState.PENDING)
+    mirror_error = models.TextField(blank=True)
+    mirrored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ApiKeyScope(models.TextChoices):
+    READ = "read", "read"
+    WRITE = "write", "read and write"
+
+
+class ApiKeyQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(revoked_at=None)
+
+    def for_user(self, user):
+        return self.filter(user=user)
+
+
+class ApiKey(models.Model):
+    """An API key. Only a SHA-256 of the secret is stored: keys are random and long, so a slow hash adds nothing."""
+
+    PREFIX_LENGTH = 10
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
+    hashed_secret = models.CharField(max_length=64)
+    scope = models.CharField(max_length=5, choices=ApiKeyScope, default=ApiKeyScope.WRITE)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @classmethod
+    def generate(cls) -> tuple[str, str, str]:
+        """A new (full key, prefix, hashed secret). The full key is shown once and never stored."""
+        prefix = secrets.token_hex(cls.PREFIX_LENGTH // 2)
+        secret = secrets.token_urlsafe(32)
+        return f"mnemo_{prefix}_{secret}", prefix, cls.hash_secret(secret)
+
+    @staticmethod
+    def split(key: str) -> tuple[str, str] | None:
+        parts = key.strip().split("_", 2)
+        if len(parts) != 3 or parts[0] != "mnemo" or not parts[1] or not parts[2]:
+            return None
+        return parts[1], parts[2]
+
+    def matches(self, secret: str) -> bool:
+        return secrets.compare_digest(self.hashed_secret, self.hash_secret(secret))
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def can_write(self) -> bool:
+        return self.scope == ApiKeyScope.WRITE

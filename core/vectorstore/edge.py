@@ -1,0 +1,449 @@
+"""Qdrant Edge backend: the Qdrant engine in-process (qdrant-edge-py), one EdgeShard per collection.
+
+Layout on disk: <path>/<collection>/ is one shard (edge_config.json, segments/, wal/), and
+<path>/.mnemo-owner.lock names the process that has the store open.
+
+Only one process may open a shard: its WAL is locked. A second process (a management command while
+`make run` is up) must get a clear VectorStoreLocked, not a Rust error, so we take our own advisory lock
+on the store directory before touching any shard and report who holds it. Inside one process, every
+EdgeVectorStore on the same path shares one set of open shards through a module-level registry, because
+opening a shard twice fails even within a process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from .base import (
+    AnyCondition,
+    CollectionSpec,
+    Condition,
+    Hit,
+    MatchCondition,
+    Point,
+    RangeCondition,
+    SparseVector,
+    VectorStore,
+    VectorStoreConfigError,
+    VectorStoreError,
+    VectorStoreLocked,
+    Where,
+    check_search_args,
+    config_mismatch,
+    dense_floats,
+    normalize_id,
+    order_hits,
+    parse_where,
+    require_where,
+)
+
+try:  # POSIX only; elsewhere we fall back on recognising the engine's own WAL-lock error.
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+OWNER_LOCK = ".mnemo-owner.lock"
+SHARD_CONFIG = "edge_config.json"  # written by qdrant-edge into every shard directory
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# qdrant-edge 0.9 raises a bare Exception whose text is e.g.
+# "Service runtime error: failed to open WAL …/wal: Can't init WAL: Kind(WouldBlock)".
+_WAL_LOCKED = re.compile(r"WouldBlock|Resource temporarily unavailable|EWOULDBLOCK", re.IGNORECASE)
+
+_DISTANCES = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot, "euclid": qe.Distance.Euclid}
+
+
+def locked_message(path: Path, holder: str = "") -> str:
+    who = f" ({holder})" if holder else ""
+    return (
+        f"The embedded vector store at {path} is already open in another Mnemo process{who}, usually the "
+        "running server (`make run`); only one process can open it at a time. Stop that process, or run "
+        "this command through the running server, or use a Qdrant server by setting QDRANT_URL."
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Process-wide registry of open store directories
+
+
+class _OpenRoot:
+    """One store directory opened by this process: the owner lock and the shards opened under it."""
+
+    def __init__(self, path: Path, lock_fd: int | None) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.users = 0
+        self.shards: dict[str, qe.EdgeShard] = {}
+        self.lock = threading.RLock()  # serialises opening/closing shards, not reads and writes
+        self._lock_fd = lock_fd
+
+    def shard(self, name: str, create: qe.EdgeConfig | None = None) -> qe.EdgeShard:
+        """The open shard for `name`, loading it from disk or creating it with `create`."""
+        with self.lock:
+            shard = self.shards.get(name)
+            if shard is not None:
+                return shard
+            directory = self.path / name
+            try:
+                if (directory / SHARD_CONFIG).exists():
+                    shard = qe.EdgeShard.load(str(directory))
+                elif create is not None:
+                    shard = qe.EdgeShard.create(str(directory), create)
+                    shard.flush()
+                else:
+                    raise VectorStoreError(
+                        f"Vector collection {name!r} does not exist in {self.path}; "
+                        "ensure_collection() must create it first"
+                    )
+            except VectorStoreError:
+                raise
+            except Exception as exc:  # qdrant-edge raises bare Exception
+                raise edge_error(exc, directory, "open the collection") from exc
+            self.shards[name] = shard
+            return shard
+
+    def drop(self, name: str) -> None:
+        with self.lock:
+            shard = self.shards.pop(name, None)
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self.path / name, ignore_errors=True)
+
+    def close(self) -> None:
+        with self.lock:
+            for shard in self.shards.values():
+                try:
+                    shard.flush()
+                    shard.close()
+                except Exception:  # noqa: S112 - keep closing the others; the WAL makes writes durable
+                    continue
+            self.shards.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # closing the only descriptor releases the flock
+                self._lock_fd = None
+
+
+_registry_lock = threading.Lock()
+_registry: dict[Path, _OpenRoot] = {}
+
+
+def _acquire(path: Path) -> _OpenRoot:
+    with _registry_lock:
+        root = _registry.get(path)
+        if root is not None and root.pid != os.getpid():
+            # Inherited through fork() (gunicorn --preload, Celery prefork): the shards' threads did not
+            # survive the fork and the parent still owns the files, so forget them without closing.
+            root = None
+        if root is None:
+            root = _OpenRoot(path, _take_owner_lock(path))
+            _registry[path] = root
+        root.users += 1
+        return root
+
+
+def _release(root: _OpenRoot) -> None:
+    with _registry_lock:
+        root.users -= 1
+        if root.users > 0 or root.pid != os.getpid():
+            return
+        if _registry.get(root.path) is root:
+            del _registry[root.path]
+    root.close()
+
+
+@atexit.register
+def _close_all_at_exit() -> None:
+    # Writes are already flushed; this releases the WAL cleanly so the next start skips WAL replay.
+    with _registry_lock:
+        roots = [root for root in _registry.values() if root.pid == os.getpid()]
+        _registry.clear()
+    for root in roots:
+        root.close()
+
+
+def _take_owner_lock(path: Path) -> int | None:
+    """Take an exclusive advisory lock on the store, or raise VectorStoreLocked naming the holder.
+
+    The kernel drops a flock when its holder dies, so a crashed server never leaves a stale lock.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover
+        return None
+    fd = os.open(path / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise VectorStoreLocked(locked_message(path, holder)) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    # Record who we are, so the process that is refused can tell the user which one to stop.
+    argv = sys.orig_argv or sys.argv
+    command = " ".join([Path(argv[0]).name, *argv[1:]]).replace("\n", " ")
+    command = command if len(command) <= 120 else command[:117] + "..."
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}: {command}".encode(), 0)
+    return fd
+
+
+def edge_error(exc: Exception, path: Path, action: str) -> VectorStoreError:
+    """Translate a qdrant-edge exception (always a bare Exception) into ours."""
+    if _WAL_LOCKED.search(str(exc)):
+        return VectorStoreLocked(locked_message(path))
+    return VectorStoreError(f"Qdrant Edge could not {action} at {path}: {exc}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The store
+
+
+class EdgeVectorStore(VectorStore):
+    """Embedded vector store. Opening is lazy: constructing it touches nothing on disk."""
+
+    backend = "qdrant-edge"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser().resolve()
+        self._root: _OpenRoot | None = None
+        self._lock = threading.Lock()
+
+    # -- collections ---------------------------------------------------------------------------------------
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        root = self._open()
+        directory = self.path / _checked_name(spec.name)
+        existing = _read_shard_config(directory)
+        if existing is not None and (problem := config_mismatch(spec.name, spec, *existing)):
+            raise VectorStoreConfigError(problem)
+        shard = root.shard(spec.name, create=_edge_config(spec))
+        wanted = {name: qe.PayloadSchemaType.Keyword for name in spec.keyword_fields}
+        wanted |= {name: qe.PayloadSchemaType.Float for name in spec.float_fields}
+        with self._errors(spec.name, "create payload indexes"):
+            indexed = shard.info().payload_schema
+            missing = {name: schema for name, schema in wanted.items() if name not in indexed}
+            for name, schema in missing.items():
+                shard.update(qe.UpdateOperation.create_field_index(name, schema))
+            if missing:
+                shard.flush()
+
+    def drop_collection(self, collection: str) -> None:
+        self._open().drop(_checked_name(collection))
+
+    def collections(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.name for p in self.path.iterdir() if (p / SHARD_CONFIG).is_file())
+
+    def optimize(self, collection: str) -> bool:
+        """Build HNSW indexes and vacuum deletions. Edge never does this in the background; it blocks
+        (seconds at 10k points, minutes at 100k), so call it from a background job, not a request."""
+        with self._errors(collection, "optimize"):
+            return bool(self._shard(collection).optimize())
+
+    # -- writes: each is flushed before returning, so it survives a crash or power loss ----------------------
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        if not points:
+            return
+        edge_points = [qe.Point(p.id, _edge_vectors(p), dict(p.payload)) for p in points]
+        shard = self._shard(collection)
+        with self._errors(collection, "upsert points"):
+            shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            shard.flush()
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        point_ids = [normalize_id(i) for i in ids]
+        if not point_ids:
+            return
+        shard = self._shard(collection)
+        with self._errors(collection, "delete points"):
+            shard.update(qe.UpdateOperation.delete_points(point_ids))
+            shard.flush()
+
+    def delete_where(self, collection: str, where: Where) -> None:
+        require_where(where)
+        flt = _edge_filter(where)
+        shard = self._shard(collection)
+        with self._errors(collection, "delete points"):
+            shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+            shard.flush()
+
+    # -- reads ---------------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        collection: str,
+        *,
+        using: str,
+        vector: Sequence[float] | SparseVector,
+        limit: int,
+        where: Where | None = None,
+    ) -> list[Hit]:
+        check_search_args(limit)
+        if isinstance(vector, SparseVector):
+            if not vector:
+                return []  # a query without known terms matches nothing
+            query_vector: Any = qe.SparseVector(list(vector.indices), list(vector.values))
+        else:
+            query_vector = dense_floats(vector)
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(query_vector, using=using),
+            filter=_edge_filter(where),
+            with_payload=True,
+            with_vector=False,
+        )
+        shard = self._shard(collection)
+        with self._errors(collection, "search"):
+            found = shard.query(request)
+        return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def retrieve(self, collection: str, ids: Sequence[str]) -> list[Hit]:
+        point_ids = [normalize_id(i) for i in ids]
+        if not point_ids:
+            return []
+        shard = self._shard(collection)
+        with self._errors(collection, "retrieve points"):
+            records = shard.retrieve(point_ids, with_payload=True, with_vector=False)
+        found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
+        return order_hits(point_ids, found)
+
+    def count(self, collection: str, where: Where | None = None) -> int:
+        request = qe.CountRequest(exact=True, filter=_edge_filter(where))
+        shard = self._shard(collection)
+        with self._errors(collection, "count points"):
+            return int(shard.count(request))
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def ping(self) -> str:
+        self._open()
+        return f"qdrant-edge {_edge_version()} at {self.path} ({len(self.collections())} collections)"
+
+    def close(self) -> None:
+        with self._lock:
+            root, self._root = self._root, None
+        if root is not None:
+            _release(root)
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _open(self) -> _OpenRoot:
+        with self._lock:
+            if self._root is None or self._root.pid != os.getpid():
+                self._root = _acquire(self.path)
+            return self._root
+
+    def _shard(self, collection: str) -> qe.EdgeShard:
+        return self._open().shard(_checked_name(collection))
+
+    def _errors(self, collection: str, action: str) -> AbstractContextManager[None]:
+        return _edge_errors(self.path / collection, action)
+
+
+@contextmanager
+def _edge_errors(path: Path, action: str) -> Iterator[None]:
+    """Turn qdrant-edge's bare Exceptions into VectorStoreError subclasses; let ours through."""
+    try:
+        yield
+    except (VectorStoreError, ValueError):
+        raise
+    except Exception as exc:
+        raise edge_error(exc, path, action) from exc
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Translation to qdrant-edge types
+
+
+def _checked_name(collection: str) -> str:
+    # Collection names become directory names: refuse anything that could escape the store directory.
+    if not _COLLECTION_NAME.fullmatch(collection):
+        raise ValueError(f"Invalid collection name {collection!r}: use letters, digits, '_', '-' and '.'")
+    return collection
+
+
+def _edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
+    return qe.EdgeConfig(
+        vectors={
+            name: qe.EdgeVectorParams(size=size, distance=_DISTANCES[spec.distance])
+            for name, size in spec.dense.items()
+        },
+        sparse_vectors={name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for name in spec.sparse},
+    )
+
+
+def _read_shard_config(directory: Path) -> tuple[dict[str, tuple[int, str]], dict[str, bool]] | None:
+    """Vector settings of an existing shard from its edge_config.json, or None if there is no shard.
+
+    The Python binding exposes no getter for a loaded shard's config, and load(path, config) cannot run
+    while the shard is open, so we read the file qdrant-edge persists. If its format ever changes we
+    skip the check rather than refuse to start: a real size mismatch still fails on the first write.
+    """
+    try:
+        raw = json.loads((directory / SHARD_CONFIG).read_text())
+        dense = {
+            name: (int(params["size"]), str(params["distance"]).lower())
+            for name, params in raw.get("vectors", {}).items()
+        }
+        sparse = {
+            name: str((params or {}).get("modifier") or "").lower() == "idf"
+            for name, params in raw.get("sparse_vectors", {}).items()
+        }
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return dense, sparse
+
+
+def _edge_vectors(point: Point) -> dict[str, Any]:
+    vectors: dict[str, Any] = {name: dense_floats(v) for name, v in point.dense.items()}
+    for name, sparse in point.sparse.items():
+        if sparse:  # an empty sparse vector carries no terms: store none rather than an empty one
+            vectors[name] = qe.SparseVector(list(sparse.indices), list(sparse.values))
+    return vectors
+
+
+def _edge_filter(where: Where | None) -> qe.Filter | None:
+    conditions = parse_where(where)
+    if not conditions:
+        return None
+    return qe.Filter(must=[_edge_condition(c) for c in conditions])
+
+
+def _edge_condition(condition: Condition) -> qe.FieldCondition:
+    match condition:
+        case MatchCondition(key, value):
+            if isinstance(value, bool):
+                # qdrant-edge-py 0.9 converts a Python bool to an integer (MatchValue(False).value == 0),
+                # which never matches a boolean payload. numpy.bool_ is not an int, so it stays a bool.
+                return qe.FieldCondition(key=key, match=qe.MatchValue(np.bool_(value)))
+            return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+        case AnyCondition(key, values):
+            return qe.FieldCondition(key=key, match=qe.MatchAny(list(values)))
+        case RangeCondition(key, gt, gte, lt, lte):
+            return qe.FieldCondition(key=key, range=qe.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
+    raise AssertionError(condition)  # pragma: no cover
+
+
+def _edge_version() -> str:
+    try:
+        return metadata.version("qdrant-edge-py")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "?"

@@ -1,0 +1,73 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from core.models import MirroredModel, TimeStampedModel
+
+
+class DocumentStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    CONVERTING = "converting", "converting"
+    CHUNKING = "chunking", "chunking"
+    EMBEDDING = "embedding", "embedding"
+    READY = "ready", "ready"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class DocumentQuerySet(models.QuerySet):
+    def for_user(self, user):
+        return self.filter(user=user)
+
+
+class Document(TimeStampedModel):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="documents")
+    namespace = models.CharField(max_length=100, default="default")
+    title = models.CharField(max_length=255)
+    original_name = models.CharField(max_length=255, blank=True)
+    file = models.FileField(upload_to="documents/%Y/%m/", blank=True)
+    sha256 = models.CharField(max_length=64)
+    mime = models.CharField(max_length=100, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=DocumentStatus, default=DocumentStatus.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)  # percent
+    error = models.TextField(blank=True)
+    markdown = models.TextField(blank=True)
+    chunk_size = models.PositiveIntegerField(default=800)
+    chunk_overlap = models.PositiveIntegerField(default=100)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    objects = DocumentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "namespace", "sha256"], name="unique_document_per_namespace"
+            )
+        ]
+        indexes = [models.Index(fields=["user", "namespace", "status"], name="document_user_ns_status")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Chunk(MirroredModel):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    # Owner and namespace are copied from the document so every vector filter and query is scoped without a join.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chunks")
+    namespace = models.CharField(max_length=100)
+    ordinal = models.PositiveIntegerField()
+    heading_path = models.CharField(max_length=500, blank=True)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["document", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal")]
+        indexes = [models.Index(fields=["user", "namespace"], name="chunk_user_ns")]
+
+    def __str__(self) -> str:
+        return f"{self.document.title} #{self.ordinal}"

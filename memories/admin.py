@@ -1,0 +1,56 @@
+from django.contrib import admin
+
+from memories.models import Entity, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+
+
+class MemoryEditInline(admin.TabularInline):
+    model = MemoryEdit
+    extra = 0
+    readonly_fields = ["editor", "api_key", "via", "changes", "created_at"]
+    can_delete = False
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ["content", "memory_type", "user", "importance", "mirror_state", "created_at"]
+    list_filter = ["memory_type", "mirror_state", "archived_at"]
+    search_fields = ["content", "user__username"]
+    raw_id_fields = ["user", "session", "source_message", "source_document"]
+    readonly_fields = ["mirror_state", "mirror_error", "mirrored_at", "access_count", "last_accessed_at"]
+    date_hierarchy = "created_at"
+    inlines = [MemoryEditInline]
+
+
+@admin.register(MemoryEdit)
+class MemoryEditAdmin(admin.ModelAdmin):
+    list_display = ["memory", "via", "editor", "created_at"]
+    list_filter = ["via"]
+    raw_id_fields = ["memory", "editor", "api_key"]
+
+
+@admin.register(MemoryAccess)
+class MemoryAccessAdmin(admin.ModelAdmin):
+    list_display = ["memory", "user", "via", "query", "score", "created_at"]
+    list_filter = ["via"]
+    raw_id_fields = ["memory", "user", "api_key", "session"]
+
+
+@admin.register(Entity)
+class EntityAdmin(admin.ModelAdmin):
+    list_display = ["name", "entity_type", "user", "frequency", "mirror_state"]
+    list_filter = ["entity_type", "mirror_state"]
+    search_fields = ["name", "key"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(Relation)
+class RelationAdmin(admin.ModelAdmin):
+    list_display = ["source", "relation_type", "target", "strength", "frequency", "user"]
+    list_filter = ["relation_type"]
+    raw_id_fields = ["user", "source", "target", "evidence"]
+
+
+@admin.register(MemoryEntity)
+class MemoryEntityAdmin(admin.ModelAdmin):
+    list_display = ["memory", "entity", "mention"]
+    raw_id_fields = ["memory", "entity"]

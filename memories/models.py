@@ -1,0 +1,192 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from core.models import MirroredModel
+
+
+class MemoryType(models.TextChoices):
+    WORKING = "working", "working"
+    EPISODIC = "episodic", "episodic"
+    SEMANTIC = "semantic", "semantic"
+    PERCEPTUAL = "perceptual", "perceptual"
+
+
+class MemoryQuerySet(models.QuerySet):
+    def for_user(self, user):
+        return self.filter(user=user)
+
+    def active(self):
+        """Not archived and, for working memory, not past its TTL."""
+        now = timezone.now()
+        return self.filter(archived_at=None).exclude(expires_at__lte=now)
+
+
+class Memory(MirroredModel):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    session = models.ForeignKey(
+        "agents.AgentSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+    )
+    memory_type = models.CharField(max_length=10, choices=MemoryType, default=MemoryType.WORKING)
+    content = models.TextField()
+    importance = models.FloatField(default=0.5)
+    metadata = models.JSONField(default=dict, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField(null=True, blank=True)  # working memory TTL
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    source_message = models.ForeignKey(
+        "agents.ChatMessage",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="captured_memories",
+    )
+    source_document = models.ForeignKey(
+        "knowledge.Document", on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+    )
+    # Episodic detail (Hello-Agents' Episode: context, outcome, participants, tags).
+    context = models.TextField(blank=True)
+    outcome = models.TextField(blank=True)
+    participants = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    # Perceptual memory: what kind of input, and the file when there is one.
+    modality = models.CharField(max_length=10, default="text", blank=True)
+    file = models.FileField(upload_to="perceptual/%Y/%m/", blank=True)
+
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "memories"
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="memory_user_created"),
+            models.Index(fields=["user", "memory_type", "-created_at"], name="memory_user_type_created"),
+            models.Index(fields=["user", "session", "-created_at"], name="memory_user_session_created"),
+            models.Index(fields=["user", "-importance"], name="memory_user_importance"),
+            models.Index(fields=["mirror_state"], name="memory_mirror_state"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=0) & models.Q(importance__lte=1),
+                name="memory_importance_0_1",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.memory_type}] {self.content[:60]}"
+
+
+class EditVia(models.TextChoices):
+    PAGE = "page", "page"
+    API = "api", "API"
+    TOOL = "tool", "tool"
+    ADMIN = "admin", "admin"
+    SYSTEM = "system", "system"
+
+
+class MemoryEdit(models.Model):
+    """One change to a memory: who made it, through which route, and each field's old and new value."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="edits")
+    editor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
+    via = models.CharField(max_length=6, choices=EditVia)
+    changes = models.JSONField(default=dict)  # {"field": [old, new]}
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.via} edit of {self.memory_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class MemoryAccess(models.Model):
+    """A memory returned by a search: to whom, through which key or session, for which query."""
+
+    id = models.BigAutoField(primary_key=True)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="accesses")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
+    session = models.ForeignKey("agents.AgentSession", on_delete=models.SET_NULL, null=True, blank=True)
+    query = models.TextField(blank=True)
+    score = models.FloatField(default=0)
+    via = models.CharField(max_length=6, choices=EditVia)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "memory accesses"
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} returned for {self.query[:40]!r}"
+
+
+class EntityType(models.TextChoices):
+    PERSON = "PERSON", "person"
+    ORG = "ORG", "organisation"
+    PLACE = "PLACE", "place"
+    PRODUCT = "PRODUCT", "product"
+    SKILL = "SKILL", "skill"
+    EVENT = "EVENT", "event"
+    TIME = "TIME", "time"
+    CONCEPT = "CONCEPT", "concept"
+    OTHER = "OTHER", "other"
+
+
+class Entity(MirroredModel):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="entities")
+    name = models.CharField(max_length=200)
+    key = models.CharField(max_length=200, help_text="Normalised name: the merge key per user.")
+    entity_type = models.CharField(max_length=10, choices=EntityType, default=EntityType.CONCEPT)
+    description = models.TextField(blank=True)
+    frequency = models.PositiveIntegerField(default=1)
+    memories = models.ManyToManyField(Memory, through="MemoryEntity", related_name="entities")
+
+    class Meta:
+        ordering = ["-frequency", "name"]
+        verbose_name_plural = "entities"
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="unique_entity_key_per_user")]
+        indexes = [models.Index(fields=["user", "entity_type"], name="entity_user_type")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.entity_type})"
+
+
+class Relation(MirroredModel):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="relations")
+    source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="outgoing")
+    target = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="incoming")
+    relation_type = models.CharField(max_length=50, default="RELATED_TO")
+    strength = models.FloatField(default=0.5)
+    frequency = models.PositiveIntegerField(default=1)
+    evidence = models.ForeignKey(Memory, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["-strength"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "source", "target", "relation_type"], name="unique_relation_per_user"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["user", "source"], name="relation_user_source"),
+            models.Index(fields=["user", "target"], name="relation_user_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source.name} -{self.relation_type}-> {self.target.name}"
+
+
+class MemoryEntity(models.Model):
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="entity_links")
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="memory_links")
+    mention = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="unique_memory_entity")]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} mentions {self.entity_id}"

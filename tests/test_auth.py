@@ -1,0 +1,159 @@
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from core.models import ApiKey
+from core.services import api_key_create, api_key_revoke
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["dashboard", "memory_list", "graph", "library", "chat", "api_keys", "health"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_needs_login(client, name):
+    response = client.get(reverse(name))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_for_a_logged_in_user(logged_in, name):
+    assert logged_in.get(reverse(name)).status_code == 200
+
+
+def test_login_and_logout(client, user):
+    response = client.post(reverse("login"), {"username": "alice", "password": "correct horse battery"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("dashboard")
+    assert client.get(reverse("dashboard")).status_code == 200
+    client.post(reverse("logout"))
+    assert client.get(reverse("dashboard")).status_code == 302
+
+
+def test_wrong_password_shows_a_readable_message(client, user):
+    response = client.post(reverse("login"), {"username": "alice", "password": "nope"})
+    assert response.status_code == 200
+    assert "didn&#x27;t match" in response.text or "didn't match" in response.text
+
+
+def test_api_without_key_is_401_json_not_a_redirect(client):
+    response = client.get("/api/v1/me")
+    assert response.status_code == 401
+    assert response["Content-Type"].startswith("application/json")
+    assert "X-API-Key" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_X_API_KEY": "mnemo_0000000000_wrong"},
+        {"HTTP_X_API_KEY": "not-a-key"},
+        {"HTTP_AUTHORIZATION": "Bearer mnemo_0000000000_wrong"},
+    ],
+)
+def test_api_with_a_wrong_key_is_401(client, write_key, headers):
+    response = client.get("/api/v1/me", **headers)
+    assert response.status_code == 401
+    assert response.json()["detail"].startswith("Missing or invalid API key")
+
+
+def test_api_rejects_the_right_prefix_with_a_wrong_secret(client, write_key):
+    prefix = write_key.split("_")[1]
+    response = client.get("/api/v1/me", HTTP_X_API_KEY=f"mnemo_{prefix}_guessed")
+    assert response.status_code == 401
+
+
+def test_api_accepts_x_api_key_and_bearer(client, write_key):
+    for headers in ({"HTTP_X_API_KEY": write_key}, {"HTTP_AUTHORIZATION": f"Bearer {write_key}"}):
+        response = client.get("/api/v1/me", **headers)
+        assert response.status_code == 200
+        assert response.json() == {"username": "alice", "key_name": "agent", "scope": "write"}
+
+
+def test_a_revoked_key_is_401(client, user):
+    api_key, raw = api_key_create(user=user, name="old")
+    api_key_revoke(api_key=api_key)
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=raw).status_code == 401
+
+
+def test_a_key_of_an_inactive_user_is_401(client, user, write_key):
+    user.is_active = False
+    user.save()
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=write_key).status_code == 401
+
+
+def test_using_a_key_records_last_used(client, user, write_key):
+    client.get("/api/v1/me", HTTP_X_API_KEY=write_key)
+    assert ApiKey.objects.get(user=user).last_used_at is not None
+
+
+def test_only_a_hash_of_the_secret_is_stored(user):
+    api_key, raw = api_key_create(user=user, name="k")
+    secret = raw.split("_", 2)[2]
+    stored = ApiKey.objects.get(pk=api_key.pk)
+    assert secret not in stored.hashed_secret
+    assert stored.hashed_secret == ApiKey.hash_secret(secret)
+    assert raw.startswith(f"mnemo_{stored.prefix}_")
+
+
+def test_api_keys_page_creates_a_key_and_shows_it_once(logged_in, client, user):
+    response = logged_in.post(reverse("api_keys"), {"name": "research agent", "scope": "read"})
+    assert response.status_code == 200
+    api_key = ApiKey.objects.get(user=user)
+    assert api_key.name == "research agent"
+    assert api_key.scope == "read"
+    shown = response.context["new_key"]
+    assert shown in response.text
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=shown).json()["scope"] == "read"
+    # Listing again never shows the secret.
+    assert shown not in logged_in.get(reverse("api_keys")).text
+
+
+def test_api_keys_page_rejects_a_blank_name_with_422(logged_in, user):
+    response = logged_in.post(reverse("api_keys"), {"name": "", "scope": "write"})
+    assert response.status_code == 422
+    assert "This field is required" in response.text
+    assert not ApiKey.objects.filter(user=user).exists()
+
+
+def test_revoke_through_htmx_swaps_the_row(logged_in, user, client):
+    api_key, raw = api_key_create(user=user, name="to revoke")
+    response = logged_in.post(
+        reverse("api_key_revoke", args=[api_key.pk]),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET=f"key-{api_key.pk}",
+    )
+    assert response.status_code == 200
+    assert "<html" not in response.text
+    assert "revoked" in response.text
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=raw).status_code == 401
+
+
+def test_a_user_cannot_revoke_another_users_key(logged_in, other_user):
+    api_key, _ = api_key_create(user=other_user, name="theirs")
+    assert logged_in.post(reverse("api_key_revoke", args=[api_key.pk])).status_code == 404
+    api_key.refresh_from_db()
+    assert api_key.revoked_at is None
+
+
+def test_the_keys_page_lists_only_my_keys(logged_in, other_user):
+    api_key_create(user=other_user, name="someone else's key")
+    assert "someone else" not in logged_in.get(reverse("api_keys")).text
+
+
+def test_create_api_key_command_prints_the_key_alone_on_the_last_line(user, client, capsys):
+    call_command("create_api_key", "alice", "--name", "script", "--scope", "read")
+    last_line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last_line.startswith("mnemo_")
+    assert " " not in last_line
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=last_line).json() == {
+        "username": "alice",
+        "key_name": "script",
+        "scope": "read",
+    }
+
+
+def test_create_api_key_command_for_an_unknown_user_says_so():
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        call_command("create_api_key", "nobody")

@@ -1,0 +1,63 @@
+"""A wrong setting stops the process with one readable line naming the variable, never a traceback."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_", "NEO4J_", "LLM_"))
+    }
+    environ.update(MNEMO_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings", **env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DATABASE_URL": "mysql://u:p@db/x"}, "DATABASE_URL"),
+        ({"QDRANT_URL": "qdrant:6333"}, "QDRANT_URL"),
+        ({"QDRANT_VECTOR_SIZE": "large"}, "QDRANT_VECTOR_SIZE"),
+        ({"QDRANT_DISTANCE": "manhattan"}, "QDRANT_DISTANCE"),
+        ({"QDRANT_TIMEOUT": "-1"}, "QDRANT_TIMEOUT"),
+        ({"NEO4J_URI": "http://neo4j:7474"}, "NEO4J_URI"),
+        ({"EMBED_MODEL_TYPE": "word2vec"}, "EMBED_MODEL_TYPE"),
+        ({"EMBED_MODEL_TYPE": "dashscope"}, "EMBED_API_KEY"),
+        ({"LLM_BASE_URL": "http://127.0.0.1:9/v1"}, "LLM_MODEL"),
+        ({"CELERY_BROKER_URL": "localhost:6379"}, "CELERY_BROKER_URL"),
+        ({"MNEMO_DEBUG": "maybe"}, "MNEMO_DEBUG"),
+    ],
+)
+def test_a_malformed_setting_names_its_variable(tmp_path, env, named):
+    result = manage(tmp_path, "check", **env)
+    assert result.returncode != 0
+    assert result.stderr.startswith("Configuration error:")
+    assert named in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unreachable_database_names_database_url(tmp_path):
+    result = manage(tmp_path, "migrate", DATABASE_URL="postgres://mnemo:x@127.0.0.1:9/mnemo")
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_embedded_defaults_need_no_configuration(tmp_path):
+    result = manage(tmp_path, "migrate", "-v", "0")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "mnemo.sqlite3").exists()
+    assert (tmp_path / "secret_key.txt").stat().st_mode & 0o777 == 0o600

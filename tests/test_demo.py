@@ -1,0 +1,37 @@
+import pytest
+from django.core.management import call_command
+
+from knowledge.models import Document
+from memories.models import Memory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
+    settings, tmp_path, capsys, monkeypatch
+):
+    settings.DATA_DIR = tmp_path
+    monkeypatch.delenv("MNEMO_DEMO_PASSWORD", raising=False)
+    call_command("setup_demo")
+    first = capsys.readouterr().out
+    assert "Log in at http://127.0.0.1:8000 as demo / " in first
+    password = first.split("as demo / ")[1].split()[0]
+    assert f"password: {password}" in (tmp_path / "demo-login.txt").read_text()
+    assert (tmp_path / "demo-login.txt").stat().st_mode & 0o777 == 0o600
+    contents = set(Memory.objects.values_list("content", flat=True))
+    assert "李四是前端工程师，擅长React和Vue.js开发" in contents
+    assert Document.objects.count() == 3
+
+    call_command("setup_demo")
+    second = capsys.readouterr().out
+    assert password not in second  # printed once
+    assert Memory.objects.count() == len(contents)  # not loaded twice
+    assert Document.objects.count() == 3
+
+
+def test_setup_demo_takes_the_password_from_the_environment(settings, tmp_path, monkeypatch, client):
+    settings.DATA_DIR = tmp_path
+    monkeypatch.setenv("MNEMO_DEMO_USERNAME", "operator")
+    monkeypatch.setenv("MNEMO_DEMO_PASSWORD", "from-the-env-123")
+    call_command("setup_demo")
+    assert client.login(username="operator", password="from-the-env-123")

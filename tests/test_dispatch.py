@@ -1,0 +1,91 @@
+import threading
+
+import pytest
+from celery import shared_task
+from django.db import transaction
+
+from core import dispatch
+from core.tasks import ping, write_marker
+
+calls: list[int] = []
+flaky_failures = {"left": 0}
+
+
+class Flaky(Exception):
+    pass
+
+
+@shared_task(name="tests.flaky", autoretry_for=(Flaky,))
+def flaky(value: int) -> int:
+    if flaky_failures["left"] > 0:
+        flaky_failures["left"] -= 1
+        raise Flaky("not yet")
+    calls.append(value)
+    return value
+
+
+def test_without_a_broker_tasks_run_on_the_local_pool(settings):
+    settings.CELERY_BROKER_URL = ""
+    future = dispatch.dispatch(ping, "x")
+    assert future.result(timeout=10) == "pong:x"
+    assert dispatch.worker_description().startswith("in-process pool")
+
+
+def test_the_local_pool_runs_in_another_thread(settings, tmp_path):
+    settings.CELERY_BROKER_URL = ""
+    seen = []
+    original = write_marker.run
+
+    def spy(path, text):
+        seen.append(threading.current_thread().name)
+        return original(path, text)
+
+    write_marker.run = spy
+    try:
+        dispatch.dispatch(write_marker, str(tmp_path / "m.txt"), "hi").result(timeout=10)
+    finally:
+        write_marker.run = original
+    assert seen[0].startswith("mnemo-worker")
+    assert (tmp_path / "m.txt").read_text() == "hi"
+
+
+def test_retryable_failures_are_retried_with_backoff(settings, monkeypatch):
+    settings.CELERY_BROKER_URL = ""
+    monkeypatch.setattr(dispatch, "LOCAL_BACKOFF_SECONDS", 0.01)
+    calls.clear()
+    flaky_failures["left"] = 2
+    dispatch.dispatch(flaky, 7)
+    for _ in range(200):
+        if calls:
+            break
+        threading.Event().wait(0.02)
+    assert calls == [7]
+    assert flaky_failures["left"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dispatch_on_commit_waits_for_the_commit(settings, tmp_path):
+    settings.CELERY_BROKER_URL = ""
+    marker = tmp_path / "after-commit.txt"
+    with transaction.atomic():
+        dispatch.dispatch_on_commit(write_marker, str(marker), "committed")
+        dispatch.wait_for_local_tasks()
+        assert not marker.exists()
+    dispatch.wait_for_local_tasks()
+    assert marker.read_text() == "committed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dispatch_on_commit_drops_the_task_on_rollback(settings, tmp_path):
+    settings.CELERY_BROKER_URL = ""
+    marker = tmp_path / "rolled-back.txt"
+    with pytest.raises(RuntimeError), transaction.atomic():
+        dispatch.dispatch_on_commit(write_marker, str(marker), "never")
+        raise RuntimeError("rollback")
+    dispatch.wait_for_local_tasks()
+    assert not marker.exists()
+
+
+def test_broker_urls_are_shown_without_passwords():
+    assert dispatch.redact_url("redis://:s3cret@redis:6379/0") == "redis://…@redis:6379/0"
+    assert dispatch.redact_url("redis://redis:6379/0") == "redis://redis:6379/0"
