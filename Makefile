@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-APT_TEST_PACKAGES := chromium fonts-noto-cjk redis-server
+APT_TEST_PACKAGES := chromium fonts-noto-cjk redis-server openjdk-17-jdk-headless maven
 export MNEMO_DATA_DIR ?= $(CURDIR)/var
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
@@ -13,11 +13,11 @@ export HF_HUB_OFFLINE := 1
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
 	$(PIP) install -q -U pip
-	$(PIP) install -q -e .
+	$(PIP) install -q .
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q '.[test]'
 	@touch $@
 
 install: $(VENV)/.installed
@@ -42,7 +42,7 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
-	$(PY) -m pytest
+	MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check --fix .

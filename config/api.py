@@ -6,6 +6,7 @@ from ninja.errors import AuthenticationError
 
 from core.auth import API_AUTH
 from core.health import run_checks
+from memories.services import MemoryRequestError
 
 api = NinjaAPI(
     title="Mnemo API",
@@ -18,6 +19,16 @@ api = NinjaAPI(
     auth=API_AUTH,
     docs_url="/docs",
 )
+
+
+api.add_router("/memories/", "memories.api.router")
+api.add_router("/sessions/", "memories.api.sessions_router")
+api.add_router("/tools/", "memories.api.tools_router")
+
+
+@api.exception_handler(MemoryRequestError)
+def refused(request: HttpRequest, exc: MemoryRequestError):
+    return api.create_response(request, {"detail": str(exc)}, status=422)
 
 
 @api.exception_handler(AuthenticationError)

@@ -157,6 +157,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
+MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------
 LOGIN_URL = "login"

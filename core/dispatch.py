@@ -61,6 +61,15 @@ def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
     """Start `task` in the background now (Celery AsyncResult, or a Future from the local pool)."""
     if uses_celery():
         return task.apply_async(args=args, kwargs=kwargs)
+    if settings.MNEMO_TASKS_EAGER:
+        # Tests: run in the caller's thread, which sees the test transaction's uncommitted rows.
+        future: Future = Future()
+        try:
+            future.set_result(task.run(*args, **kwargs))
+        except Exception as exc:  # a background failure never reaches the caller, here neither
+            logger.warning("%s failed: %s", task.name, exc)
+            future.set_exception(exc)
+        return future
     future = _local_pool().submit(_run_locally, task, args, kwargs)
     _pending.add(future)
     future.add_done_callback(_pending.discard)

@@ -61,11 +61,12 @@ def embedding_set() -> "EmbeddingSet":
     )
 
 
-def reset() -> None:
-    """Close and forget every handle (tests that switch settings, and shutdown)."""
+def reset(*, embeddings: bool = True) -> None:
+    """Close and forget the handles (tests that switch settings, and shutdown); models are costly to reload."""
     with _lock:
         for opener in (_vector_store, graph_store):
             if opener.cache_info().currsize:
                 opener().close()
             opener.cache_clear()
-        embedding_set.cache_clear()
+        if embeddings:
+            embedding_set.cache_clear()

@@ -7,26 +7,44 @@ character, as LLM tokenizers roughly do, instead of one token for the whole run 
 
 import re
 import threading
+import zlib
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+
 _tokenizer_lock = threading.Lock()
 
 
 def cjk_ratio(text: str) -> float:
-    """Share of CJK ideographs among the letters of `text` (0.0 for text with no letters)."""
-    letters = _LETTER.findall(text)
-    if not letters:
-        return 0.0
-    return sum(1 for char in letters if _CJK.match(char)) / len(letters)
+    """Share of CJK characters among the letters and ideographs of ``text`` (0.0 when it has none).
+
+    Kana and Hangul count as CJK too: an English WordPiece vocabulary fails on them just the same.
+    Digits, punctuation and spaces count for neither side.
+    """
+    cjk = letters = 0
+    for char in text:
+        if _is_cjk(char):
+            cjk += 1
+            letters += 1
+        elif char.isalpha():
+            letters += 1
+    return cjk / letters if letters else 0.0
 
 
-def is_chinese(text: str) -> bool:
-    return cjk_ratio(text) >= 0.3
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return (
+        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0x3400 <= code <= 0x4DBF  # extension A
+        or 0x20000 <= code <= 0x3134F  # extensions B-G
+        or 0xF900 <= code <= 0xFAFF  # compatibility ideographs
+        or 0x3040 <= code <= 0x30FF  # hiragana, katakana
+        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+    )
 
 
 @cache
@@ -47,3 +65,66 @@ def count_tokens(text: str) -> int:
     with _tokenizer_lock:
         tokenizer = _wordpiece()
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+# --- Lexical terms for the sparse (BM25-like) signal -----------------------------------------------------------
+
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_ENGLISH_STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have he her his i in is it its me my of on or our she so that the "
+    "their them they this to was we were what when where which who will with you your do did does not no yes".split()
+)
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_AVERAGE_TERMS = 40.0
+
+
+@cache
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(60)  # jieba logs its dictionary load at INFO on first use
+    jieba.initialize()
+    return jieba
+
+
+def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
+    """Terms for lexical matching: lower-cased words, and for Chinese jieba words plus character bigrams.
+
+    jieba splits names it has never seen unpredictably, so bigrams make "王小明" match "小明"; single characters
+    are indexed too, but a query uses them only for a one-character run, where no bigram exists.
+    """
+    terms: list[str] = []
+    position = 0
+    for run in _CJK_RUN.finditer(text):
+        terms.extend(_latin_terms(text[position : run.start()]))
+        chars = run.group()
+        terms.extend(word for word in _jieba().cut_for_search(chars) if len(word) > 1)
+        terms.extend(chars[i : i + 2] for i in range(len(chars) - 1))
+        if not for_query or len(chars) == 1:
+            terms.extend(chars)
+        position = run.end()
+    terms.extend(_latin_terms(text[position:]))
+    return terms
+
+
+def _latin_terms(text: str) -> list[str]:
+    words = (word.lower() for word in _LATIN_WORD.findall(text))
+    return [word for word in words if word not in _ENGLISH_STOPWORDS and not _CJK.match(word[0])]
+
+
+def term_index(term: str) -> int:
+    """A stable 31-bit index for a term (the same in every process, unlike hash())."""
+    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
+
+
+def sparse_document_vector(text: str) -> dict[int, float]:
+    """BM25 term-frequency weights; the vector store multiplies in IDF at query time."""
+    counts = Counter(term_index(term) for term in lexical_terms(text))
+    length_norm = 1 - BM25_B + BM25_B * sum(counts.values()) / BM25_AVERAGE_TERMS
+    return {index: tf * (BM25_K1 + 1) / (tf + BM25_K1 * length_norm) for index, tf in counts.items()}
+
+
+def sparse_query_vector(text: str) -> dict[int, float]:
+    return {term_index(term): 1.0 for term in set(lexical_terms(text, for_query=True))}

@@ -1,20 +1,135 @@
+"""Every change to memories goes through here: one transaction each, then the vector mirror on commit.
+
+The mirror runs right after the commit, inside the caller's request, so a memory is searchable as soon as the
+call that wrote it returns (read-your-writes). If the vector store is down the rows stay committed and marked,
+and the background task enqueued by the model signals, or `resync_mirrors`, syncs them later.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count, F
 from django.utils import timezone
 
 from agents.models import AgentSession
+from core.models import ApiKey, MirrorState
 from core.text import count_tokens
-from memories.models import Memory, MemoryType
+from memories import mirror
+from memories.entities import extract_mentions
+from memories.models import (
+    EditVia,
+    Entity,
+    Memory,
+    MemoryAccess,
+    MemoryEdit,
+    MemoryEntity,
+    MemoryType,
+    Relation,
+)
 
-WORKING_MEMORY_TTL = timedelta(minutes=120)  # Hello-Agents' working memory TTL
+# Hello-Agents' working-memory rules (MemoryConfig defaults).
+WORKING_MEMORY_TTL = timedelta(minutes=120)
+WORKING_MEMORY_CAPACITY = 10
+WORKING_MEMORY_TOKENS = 2000
+DECAY_FACTOR = 0.95
+DECAY_PERIOD_HOURS = 6
+DECAY_FLOOR = 0.1
+CONSOLIDATION_BOOST = 1.1
+MAX_ENTITIES_PER_MEMORY = 12
+EDITABLE_FIELDS = (
+    "content",
+    "importance",
+    "memory_type",
+    "metadata",
+    "context",
+    "outcome",
+    "participants",
+    "tags",
+)
+
+
+class MemoryRequestError(ValueError):
+    """A request the memory system refuses; the message says what to change."""
+
+
+def time_decay(age: timedelta) -> float:
+    """Hello-Agents' working-memory decay: 0.95 per 6 hours, never below 0.1."""
+    hours = max(age.total_seconds(), 0) / 3600
+    return max(DECAY_FLOOR, DECAY_FACTOR ** (hours / DECAY_PERIOD_HOURS))
+
+
+def working_priority(memory: Memory, now: datetime) -> float:
+    return memory.importance * time_decay(now - memory.created_at)
 
 
 def session_for_key(*, user: AbstractBaseUser, key: str) -> AgentSession:
+    key = key.strip()
+    if not key:
+        raise MemoryRequestError("session_id must not be empty")
+    if len(key) > 200:
+        raise MemoryRequestError("session_id is longer than 200 characters")
     session, _ = AgentSession.objects.get_or_create(user=user, key=key, defaults={"title": key})
     return session
+
+
+def _mirror_on_commit(memory_ids: Iterable[str]) -> None:
+    ids = [str(memory_id) for memory_id in memory_ids]
+    if ids:
+        transaction.on_commit(lambda: mirror.try_sync_memories(ids))
+
+
+def _validate(content: str, memory_type: str, importance: float) -> str:
+    if memory_type not in MemoryType.values:
+        raise MemoryRequestError(
+            f"memory_type must be one of: {', '.join(MemoryType.values)} (got {memory_type!r})"
+        )
+    if not isinstance(content, str) or not content.strip():
+        raise MemoryRequestError("content must not be empty")
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not 0.0 <= importance <= 1.0
+    ):
+        raise MemoryRequestError(f"importance must be a number between 0 and 1 (got {importance!r})")
+    return content.strip()
+
+
+def _new_memory(
+    *,
+    user: AbstractBaseUser,
+    content: str,
+    memory_type: str,
+    importance: float,
+    session: AgentSession | None,
+    metadata: dict[str, Any] | None,
+    created_at: datetime | None,
+    **detail: Any,
+) -> Memory:
+    content = _validate(content, memory_type, importance)
+    created_at = created_at or timezone.now()
+    tokens = count_tokens(content)
+    if memory_type == MemoryType.WORKING and tokens > WORKING_MEMORY_TOKENS:
+        raise MemoryRequestError(
+            f"working memory holds at most {WORKING_MEMORY_TOKENS} tokens per session and this content has "
+            f"{tokens}: store it as episodic or semantic memory instead"
+        )
+    return Memory(
+        user=user,
+        session=session,
+        memory_type=memory_type,
+        content=content,
+        importance=float(importance),
+        metadata=metadata or {},
+        token_count=tokens,
+        created_at=created_at,
+        expires_at=created_at + WORKING_MEMORY_TTL if memory_type == MemoryType.WORKING else None,
+        **detail,
+    )
 
 
 @transaction.atomic
@@ -27,22 +142,367 @@ def memory_create(
     session: AgentSession | None = None,
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
+    extract_entities: bool | None = None,
+    **detail: Any,
 ) -> Memory:
-    if memory_type not in MemoryType.values:
-        raise ValueError(f"memory_type must be one of {', '.join(MemoryType.values)}")
-    if not content.strip():
-        raise ValueError("content must not be empty")
-    if not 0.0 <= importance <= 1.0:
-        raise ValueError("importance must be between 0 and 1")
-    created_at = created_at or timezone.now()
-    return Memory.objects.create(
+    """Add one memory. Working memory then evicts by priority to keep its per-session capacity."""
+    memory = _new_memory(
         user=user,
-        session=session,
+        content=content,
         memory_type=memory_type,
-        content=content.strip(),
         importance=importance,
-        metadata=metadata or {},
-        token_count=count_tokens(content),
+        session=session,
+        metadata=metadata,
         created_at=created_at,
-        expires_at=created_at + WORKING_MEMORY_TTL if memory_type == MemoryType.WORKING else None,
+        **detail,
     )
+    memory.save()
+    if extract_entities or (extract_entities is None and memory.memory_type == MemoryType.SEMANTIC):
+        link_entities(memory)
+    evicted = (
+        enforce_working_capacity(user=user, session=session) if memory_type == MemoryType.WORKING else []
+    )
+    _mirror_on_commit([memory.pk, *evicted])
+    return memory
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    content: str
+    memory_type: str = MemoryType.WORKING
+    importance: float = 0.5
+    session_key: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+@transaction.atomic
+def memory_bulk_create(*, user: AbstractBaseUser, items: Sequence[NewMemory]) -> list[Memory]:
+    """Add many memories in one transaction (all or none); used for imports, so no working-memory eviction."""
+    sessions: dict[str, AgentSession] = {}
+    memories = []
+    for position, item in enumerate(items):
+        session = None
+        if item.session_key:
+            session = sessions.get(item.session_key) or session_for_key(user=user, key=item.session_key)
+            sessions[item.session_key] = session
+        try:
+            memories.append(
+                _new_memory(
+                    user=user,
+                    content=item.content,
+                    memory_type=item.memory_type,
+                    importance=item.importance,
+                    session=session,
+                    metadata=item.metadata,
+                    created_at=item.created_at,
+                )
+            )
+        except MemoryRequestError as exc:
+            raise MemoryRequestError(f"items[{position}]: {exc}") from None
+    Memory.objects.bulk_create(memories, batch_size=500)
+    for memory in memories:
+        if memory.memory_type == MemoryType.SEMANTIC:
+            link_entities(memory)
+    # bulk_create sends no signals, so the mirror is requested here explicitly.
+    _mirror_on_commit(memory.pk for memory in memories)
+    return memories
+
+
+def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | None) -> list[str]:
+    """Drop expired working memories of the session, then the lowest-priority ones past capacity or tokens."""
+    now = timezone.now()
+    working = Memory.objects.filter(
+        user=user, session=session, memory_type=MemoryType.WORKING, archived_at=None
+    )
+    expired = list(working.filter(expires_at__lte=now).values_list("pk", flat=True))
+    live = sorted(working.exclude(pk__in=expired), key=lambda m: working_priority(m, now), reverse=True)
+    evicted: list[str] = []
+    tokens = sum(m.token_count for m in live)
+    while live and (len(live) > WORKING_MEMORY_CAPACITY or tokens > WORKING_MEMORY_TOKENS):
+        lowest = live.pop()
+        tokens -= lowest.token_count
+        evicted.append(lowest.pk)
+    gone = [*expired, *evicted]
+    if gone:
+        Memory.objects.filter(pk__in=gone).delete()
+    return [str(pk) for pk in gone]
+
+
+def link_entities(memory: Memory) -> list[Entity]:
+    """(Re)link a memory to the entities it names and record their co-occurrence, merged per user by key."""
+    old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))
+    memory.entity_links.all().delete()
+    entities = []
+    for mention in extract_mentions(memory.content)[:MAX_ENTITIES_PER_MEMORY]:
+        entity, _ = Entity.objects.get_or_create(
+            user=memory.user,
+            key=mention.key,
+            defaults={"name": mention.name, "entity_type": mention.entity_type},
+        )
+        MemoryEntity.objects.create(memory=memory, entity=entity, mention=mention.name)
+        entities.append(entity)
+    for index, source in enumerate(entities):
+        for target in entities[index + 1 :]:
+            relation, created = Relation.objects.get_or_create(
+                user=memory.user,
+                source=source,
+                target=target,
+                relation_type="CO_OCCURS",
+                defaults={"evidence": memory, "strength": 0.5},
+            )
+            if not created:
+                Relation.objects.filter(pk=relation.pk).update(
+                    frequency=F("frequency") + 1, strength=min(1.0, relation.strength + 0.1), evidence=memory
+                )
+    _refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in entities})
+    return entities
+
+
+def _refresh_entity_frequencies(entity_ids: Iterable[Any]) -> None:
+    for entity in Entity.objects.filter(pk__in=list(entity_ids)).annotate(links=Count("memory_links")):
+        if entity.links == 0:
+            entity.delete()  # an entity nothing mentions any more
+        elif entity.frequency != entity.links:
+            Entity.objects.filter(pk=entity.pk).update(frequency=entity.links)
+
+
+@transaction.atomic
+def memory_update(
+    *,
+    memory: Memory,
+    via: str,
+    editor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    **changes: Any,
+) -> Memory:
+    """Change fields of a memory and keep an edit record of each field's old and new value."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise MemoryRequestError(
+            f"cannot change {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE_FIELDS)}"
+        )
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    content = changes.get("content", memory.content)
+    memory_type = changes.get("memory_type", memory.memory_type)
+    importance = changes.get("importance", memory.importance)
+    changes["content"] = _validate(content, memory_type, importance)
+    diff = {
+        field: [getattr(memory, field), value]
+        for field, value in changes.items()
+        if getattr(memory, field) != value
+    }
+    if not diff:
+        return memory
+    for field, (_, new) in diff.items():
+        setattr(memory, field, new)
+    if "content" in diff:
+        memory.token_count = count_tokens(memory.content)
+    if "memory_type" in diff:
+        memory.expires_at = (
+            timezone.now() + WORKING_MEMORY_TTL if memory.memory_type == MemoryType.WORKING else None
+        )
+    memory.mirror_state = MirrorState.PENDING
+    memory.save()
+    MemoryEdit.objects.create(memory=memory, editor=editor, api_key=api_key, via=via, changes=diff)
+    if "content" in diff or memory.memory_type == MemoryType.SEMANTIC and "memory_type" in diff:
+        link_entities(memory)
+    _mirror_on_commit([memory.pk])
+    return memory
+
+
+@transaction.atomic
+def memory_archive(*, memory: Memory, via: str, editor=None, api_key=None, archived: bool = True) -> Memory:
+    """Hide a memory from search (its point is removed) without deleting it, or bring it back."""
+    new_value = timezone.now() if archived else None
+    if (memory.archived_at is None) == (new_value is None):
+        return memory
+    MemoryEdit.objects.create(
+        memory=memory,
+        editor=editor,
+        api_key=api_key,
+        via=via,
+        changes={"archived_at": [_iso(memory.archived_at), _iso(new_value)]},
+    )
+    memory.archived_at = new_value
+    memory.mirror_state = MirrorState.PENDING
+    memory.save(update_fields=["archived_at", "mirror_state", "updated_at"])
+    _mirror_on_commit([memory.pk])
+    return memory
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+@transaction.atomic
+def memories_delete(*, user: AbstractBaseUser, memory_ids: Sequence[Any]) -> int:
+    """Delete the given memories of `user` (others' ids are ignored); returns how many were deleted."""
+    memories = Memory.objects.filter(user=user, pk__in=list(memory_ids))
+    ids = [str(pk) for pk in memories.values_list("pk", flat=True)]
+    entity_ids = set(MemoryEntity.objects.filter(memory_id__in=ids).values_list("entity_id", flat=True))
+    Memory.objects.filter(pk__in=ids).delete()
+    _refresh_entity_frequencies(entity_ids)
+    _mirror_on_commit(ids)
+    return len(ids)
+
+
+FORGET_STRATEGIES = ("importance_based", "time_based", "capacity_based")
+
+
+def memories_forget(
+    *,
+    user: AbstractBaseUser,
+    strategy: str = "importance_based",
+    threshold: float = 0.1,
+    max_age_days: float = 30,
+    max_capacity: int = 100,
+    memory_types: Sequence[str] | None = None,
+) -> int:
+    """Hello-Agents' forgetting, always scoped to one user; expired working memories go in every strategy."""
+    if strategy not in FORGET_STRATEGIES:
+        raise MemoryRequestError(
+            f"strategy must be one of: {', '.join(FORGET_STRATEGIES)} (got {strategy!r})"
+        )
+    now = timezone.now()
+    memories = Memory.objects.filter(user=user)
+    if memory_types:
+        memories = memories.filter(memory_type__in=_checked_types(memory_types))
+    doomed = set(
+        memories.filter(memory_type=MemoryType.WORKING, expires_at__lte=now).values_list("pk", flat=True)
+    )
+    if strategy == "importance_based":
+        doomed |= set(memories.filter(importance__lt=threshold).values_list("pk", flat=True))
+    elif strategy == "time_based":
+        doomed |= set(
+            memories.filter(created_at__lt=now - timedelta(days=max_age_days)).values_list("pk", flat=True)
+        )
+    else:
+        for memory_type in memory_types or MemoryType.values:
+            capacity = WORKING_MEMORY_CAPACITY if memory_type == MemoryType.WORKING else max_capacity
+            ranked = memories.filter(memory_type=memory_type).order_by("-importance", "-created_at")
+            doomed |= set(ranked.values_list("pk", flat=True)[capacity:])
+    return memories_delete(user=user, memory_ids=list(doomed))
+
+
+def _checked_types(memory_types: Sequence[str]) -> list[str]:
+    unknown = [t for t in memory_types if t not in MemoryType.values]
+    if unknown:
+        raise MemoryRequestError(
+            f"unknown memory type(s) {', '.join(map(str, unknown))}; valid: {', '.join(MemoryType.values)}"
+        )
+    return list(memory_types)
+
+
+@transaction.atomic
+def memories_consolidate(
+    *,
+    user: AbstractBaseUser,
+    from_type: str = MemoryType.WORKING,
+    to_type: str = MemoryType.EPISODIC,
+    importance_threshold: float = 0.7,
+    session: AgentSession | None = None,
+) -> list[Memory]:
+    """Promote important memories to a longer-lived type, keeping their ids; importance is boosted ×1.1, capped at 1."""
+    _checked_types([from_type, to_type])
+    if from_type == to_type:
+        raise MemoryRequestError("from_type and to_type must differ")
+    candidates = Memory.objects.filter(
+        user=user, memory_type=from_type, importance__gte=importance_threshold, archived_at=None
+    ).exclude(expires_at__lte=timezone.now())
+    if session is not None:
+        candidates = candidates.filter(session=session)
+    promoted = []
+    for memory in candidates.select_for_update():
+        memory.memory_type = to_type
+        memory.importance = min(1.0, memory.importance * CONSOLIDATION_BOOST)
+        memory.expires_at = timezone.now() + WORKING_MEMORY_TTL if to_type == MemoryType.WORKING else None
+        memory.mirror_state = MirrorState.PENDING
+        memory.save()
+        MemoryEdit.objects.create(
+            memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
+        )
+        if to_type == MemoryType.SEMANTIC:
+            link_entities(memory)
+        promoted.append(memory)
+    _mirror_on_commit(memory.pk for memory in promoted)
+    return promoted
+
+
+def memories_clear(*, user: AbstractBaseUser) -> int:
+    """Delete every memory of this user, and only this user's."""
+    ids = list(Memory.objects.filter(user=user).values_list("pk", flat=True))
+    with transaction.atomic():
+        Memory.objects.filter(pk__in=ids).delete()
+        Entity.objects.filter(user=user).delete()
+        transaction.on_commit(lambda: _delete_user_points(user.pk))
+    return len(ids)
+
+
+def _delete_user_points(user_id: int) -> None:
+    try:
+        mirror.delete_user_points(user_id)
+    except Exception:  # the rows are gone; resync_mirrors removes orphaned points
+        import logging
+
+        logging.getLogger(__name__).exception("could not delete the vector points of user %s", user_id)
+
+
+def record_access(
+    *,
+    user: AbstractBaseUser,
+    memories: Sequence[tuple[Memory, float]],
+    query: str,
+    via: str,
+    api_key: ApiKey | None = None,
+    session: AgentSession | None = None,
+) -> None:
+    """Log which memories a search returned, and bump their access counters."""
+    if not memories:
+        return
+    now = timezone.now()
+    MemoryAccess.objects.bulk_create(
+        MemoryAccess(
+            memory=memory,
+            user=user,
+            api_key=api_key,
+            session=session,
+            query=query[:2000],
+            score=score,
+            via=via,
+        )
+        for memory, score in memories
+    )
+    # update() skips save signals on purpose: an access is not an edit and needs no re-mirroring.
+    Memory.objects.filter(pk__in=[memory.pk for memory, _ in memories]).update(
+        access_count=F("access_count") + 1, last_accessed_at=now
+    )
+
+
+def importance_weight(importance: float) -> float:
+    """Hello-Agents' importance weighting of a relevance score."""
+    return 0.8 + 0.4 * importance
+
+
+def recency_score(age: timedelta) -> float:
+    return 1.0 / (1.0 + max(age.total_seconds(), 0) / 86400)
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+__all__ = [
+    "MemoryRequestError",
+    "NewMemory",
+    "memory_archive",
+    "memory_bulk_create",
+    "memory_create",
+    "memory_update",
+    "memories_clear",
+    "memories_consolidate",
+    "memories_delete",
+    "memories_forget",
+    "record_access",
+    "session_for_key",
+]

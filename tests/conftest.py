@@ -1,5 +1,7 @@
 import os
 import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -24,6 +26,17 @@ CHROMIUM_ARGS = [
 def browser_type_launch_args(browser_type_launch_args):
     # Chromium comes from Debian (make test installs it); Playwright cannot download its own build here.
     return {**browser_type_launch_args, "executable_path": "/usr/bin/chromium", "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(autouse=True)
+def isolated_vector_store(settings, tmp_path):
+    """Each test gets its own embedded vector store; the loaded embedding models are kept."""
+    from core import stores
+
+    settings.QDRANT_EDGE_PATH = tmp_path / "qdrant-edge"
+    stores.reset(embeddings=False)
+    yield
+    stores.reset(embeddings=False)
 
 
 @pytest.fixture
@@ -56,3 +69,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri(tmp_path_factory):
+    """A real Neo4j: NEO4J_TEST_URI/NEO4J_URI when given, else the neo4j-harness JVM when make test asks for it."""
+    given = os.environ.get("NEO4J_TEST_URI") or os.environ.get("NEO4J_URI")
+    if given:
+        yield given
+        return
+    if os.environ.get("MNEMO_NEO4J_HARNESS") != "1":
+        pytest.skip("no Neo4j: set NEO4J_URI, or run through `make test`, which starts the neo4j-harness")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "MNEMO_RUN_DIR": str(tmp_path_factory.mktemp("neo4j-run"))}
+    script = str(root / "scripts" / "neo4j-harness.sh")
+    started = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=600)
+    if started.returncode != 0:
+        pytest.fail(f"the neo4j-harness did not start:\n{started.stderr[-3000:]}")
+    uri = started.stdout.strip().splitlines()[-1].removeprefix("NEO4J_URI=")
+    yield uri
+    subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)

@@ -26,6 +26,7 @@ def flaky(value: int) -> int:
 
 def test_without_a_broker_tasks_run_on_the_local_pool(settings):
     settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
     future = dispatch.dispatch(ping, "x")
     assert future.result(timeout=10) == "pong:x"
     assert dispatch.worker_description().startswith("in-process pool")
@@ -33,6 +34,7 @@ def test_without_a_broker_tasks_run_on_the_local_pool(settings):
 
 def test_the_local_pool_runs_in_another_thread(settings, tmp_path):
     settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
     seen = []
     original = write_marker.run
 
@@ -51,6 +53,7 @@ def test_the_local_pool_runs_in_another_thread(settings, tmp_path):
 
 def test_retryable_failures_are_retried_with_backoff(settings, monkeypatch):
     settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
     monkeypatch.setattr(dispatch, "LOCAL_BACKOFF_SECONDS", 0.01)
     calls.clear()
     flaky_failures["left"] = 2
@@ -66,6 +69,7 @@ def test_retryable_failures_are_retried_with_backoff(settings, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_dispatch_on_commit_waits_for_the_commit(settings, tmp_path):
     settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
     marker = tmp_path / "after-commit.txt"
     with transaction.atomic():
         dispatch.dispatch_on_commit(write_marker, str(marker), "committed")
@@ -78,6 +82,7 @@ def test_dispatch_on_commit_waits_for_the_commit(settings, tmp_path):
 @pytest.mark.django_db(transaction=True)
 def test_dispatch_on_commit_drops_the_task_on_rollback(settings, tmp_path):
     settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
     marker = tmp_path / "rolled-back.txt"
     with pytest.raises(RuntimeError), transaction.atomic():
         dispatch.dispatch_on_commit(write_marker, str(marker), "never")

@@ -9,8 +9,6 @@ from core.graph import EntityNode, GraphStoreUnavailable, Neighbor, RelationEdge
 from core.graph.sql import SqlGraphStore
 from memories.models import Entity, Relation
 
-NEO4J_URI = os.environ.get("NEO4J_TEST_URI") or os.environ.get("NEO4J_URI", "")
-
 
 @pytest.fixture
 def chain(user, other_user):
@@ -64,14 +62,13 @@ def test_an_unreachable_neo4j_names_neo4j_uri():
 
 
 @pytest.mark.neo4j
-@pytest.mark.skipif(not NEO4J_URI, reason="set NEO4J_URI (or NEO4J_TEST_URI) to run against a real Neo4j")
 class TestNeo4jStore:
     @pytest.fixture
-    def store(self):
+    def store(self, neo4j_uri):
         from core.graph.neo4j import Neo4jGraphStore
 
         store = Neo4jGraphStore(
-            NEO4J_URI, os.environ.get("NEO4J_USERNAME", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")
+            neo4j_uri, os.environ.get("NEO4J_USERNAME", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")
         )
         store.ensure_schema()
         self.users = [f"test-{uuid.uuid4()}", f"test-{uuid.uuid4()}"]

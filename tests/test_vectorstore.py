@@ -166,6 +166,18 @@ def test_unsupported_filters_raise_value_error(filled: VectorStore, where: dict)
         filled.count("memories", where)
 
 
+def test_ids_lists_every_point_and_honours_where(filled: VectorStore) -> None:
+    assert sorted(filled.ids("memories")) == sorted([A, B, C, D])
+    assert sorted(filled.ids("memories", {"user_id": "42"})) == sorted([A, B, C])
+
+
+def test_ids_pages_through_large_collections(store: VectorStore) -> None:
+    store.ensure_collection(CollectionSpec("big", dense={"dense": 2}))
+    expected = [str(uuid.uuid4()) for _ in range(2500)]
+    store.upsert("big", [Point(point_id, {"dense": [1.0, 0.0]}, {}, {}) for point_id in expected])
+    assert sorted(store.ids("big")) == sorted(expected)
+
+
 def test_retrieve_keeps_request_order_and_omits_missing(filled: VectorStore) -> None:
     hits = filled.retrieve("memories", [C, str(uuid.uuid4()), A, C])
 

@@ -315,6 +315,10 @@ class VectorStore(ABC):
         """Points by id in the order asked, with payload and score 0.0; missing ids are omitted."""
 
     @abstractmethod
+    def ids(self, collection: str, where: Where | None = None) -> list[str]:
+        """Every point id in the collection (matching `where`): for repairing drift against the database."""
+
+    @abstractmethod
     def count(self, collection: str, where: Where | None = None) -> int:
         """Exact number of points, optionally matching `where`."""
 

@@ -323,6 +323,24 @@ class EdgeVectorStore(VectorStore):
         found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
         return order_hits(point_ids, found)
 
+    def ids(self, collection: str, where: Where | None = None) -> list[str]:
+        shard = self._shard(collection)
+        found: list[str] = []
+        offset = None
+        with self._errors(collection, "list points"):
+            while True:
+                request = qe.ScrollRequest(
+                    offset=offset,
+                    limit=1000,
+                    filter=_edge_filter(where),
+                    with_payload=False,
+                    with_vector=False,
+                )
+                records, offset = shard.scroll(request)
+                found.extend(normalize_id(record.id) for record in records)
+                if offset is None:
+                    return found
+
     def count(self, collection: str, where: Where | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=_edge_filter(where))
         shard = self._shard(collection)

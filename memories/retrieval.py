@@ -1,0 +1,268 @@
+"""One search over all requested memory types of one user, with every score part kept.
+
+1. Candidates from each signal: one dense search per embedding space and one sparse lexical search, all under
+   the same filter (user, types, importance, session, time range, not expired).
+2. Weighted reciprocal-rank fusion; dense spaces are weighted by the query's language (MiniLM for English,
+   USE for Chinese), the lexical signal always counts fully. Fusion by rank, not raw score, is what keeps it
+   from doing worse than its best signal when the signals' score scales differ.
+3. Hello-Agents' shaping per type, applied to the normalised fused relevance:
+   working  relevance × time decay;  episodic/perceptual 0.8·relevance + 0.2·recency;
+   semantic 0.7·relevance + 0.3·graph;  then × (0.8 + 0.4·importance).
+The limit applies to the merged list: never split per type and re-sorted by importance.
+"""
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.models import AgentSession
+from core import stores
+from core.text import lexical_terms, sparse_query_vector
+from core.vectorstore import SparseVector, VectorStoreError
+from memories import mirror
+from memories.entities import extract_mentions
+from memories.models import Entity, Memory, MemoryEntity, MemoryType
+from memories.services import importance_weight, recency_score, time_decay
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 20
+LEXICAL_WEIGHT = 1.0
+CANDIDATES_PER_SIGNAL = 100
+GRAPH_DEPTH = 2
+GRAPH_HOP_SCORES = {0: 1.0, 1: 0.6, 2: 0.3}
+
+
+@dataclass
+class MemoryHit:
+    memory: Memory
+    score: float
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    hits: list[MemoryHit]
+    notice: str = ""  # e.g. the vector store was unavailable and a plain text match was used
+
+
+def build_where(
+    *,
+    user: AbstractBaseUser,
+    memory_types: Sequence[str] | None,
+    min_importance: float,
+    session: AgentSession | None,
+    time_range: tuple[datetime | None, datetime | None] | None,
+    now: datetime,
+) -> dict:
+    where: dict = {"user_id": str(user.pk), "expires_ts": {"gt": now.timestamp()}}
+    if memory_types:
+        where["memory_type"] = list(memory_types)
+    if min_importance > 0:
+        where["importance"] = {"gte": float(min_importance)}
+    if session is not None:
+        where["session_id"] = str(session.pk)
+    if time_range:
+        start, end = time_range
+        bounds = {}
+        if start:
+            bounds["gte"] = start.timestamp()
+        if end:
+            bounds["lte"] = end.timestamp()
+        if bounds:
+            where["created_ts"] = bounds
+    return where
+
+
+def search_memories(
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    limit: int = 5,
+    memory_types: Sequence[str] | None = None,
+    min_importance: float = 0.0,
+    session: AgentSession | None = None,
+    time_range: tuple[datetime | None, datetime | None] | None = None,
+) -> SearchResult:
+    now = timezone.now()
+    query = query.strip()
+    if not query:
+        return SearchResult(
+            _by_importance(user, limit, memory_types, min_importance, session, time_range, now)
+        )
+    where = build_where(
+        user=user,
+        memory_types=memory_types,
+        min_importance=min_importance,
+        session=session,
+        time_range=time_range,
+        now=now,
+    )
+    notice = ""
+    try:
+        signals = _signal_rankings(query, where)
+    except VectorStoreError as exc:
+        logger.warning("vector search unavailable, falling back to text match: %s", exc)
+        signals = {}
+        notice = f"The vector store is unavailable ({exc}); results come from a plain text match."
+    weights = _signal_weights(query, signals)
+    fused: dict[str, float] = defaultdict(float)
+    raw: dict[str, dict[str, float]] = defaultdict(dict)
+    for name, ranking in signals.items():
+        for rank, (memory_id, score) in enumerate(ranking, start=1):
+            fused[memory_id] += weights[name] / (RRF_K + rank)
+            raw[memory_id][name] = score
+    best_possible = sum(weights.values()) / (RRF_K + 1) or 1.0
+
+    graph = _graph_scores(user, query)
+    candidates = _load(user, set(fused) | set(graph), memory_types, min_importance, session, time_range, now)
+    if notice:
+        candidates.update(_text_match(user, query, memory_types, min_importance, session, time_range, now))
+        for memory_id in candidates:
+            fused[memory_id] = _text_overlap(query, candidates[memory_id].content)
+        best_possible = 1.0
+
+    hits = []
+    for memory_id, memory in candidates.items():
+        relevance = fused.get(memory_id, 0.0) / best_possible
+        graph_score = graph.get(memory_id, 0.0)
+        if relevance <= 0 and graph_score <= 0:
+            continue
+        hits.append(_shape(memory, relevance, graph_score, bool(graph), raw.get(memory_id, {}), now))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return SearchResult(hits[:limit], notice)
+
+
+def _signal_rankings(query: str, where: dict) -> dict[str, list[tuple[str, float]]]:
+    store = mirror.memory_store()
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    for space, vector in stores.embedding_set().embed_query(query).items():
+        hits = store.search(
+            mirror.COLLECTION, using=space, vector=vector.tolist(), limit=CANDIDATES_PER_SIGNAL, where=where
+        )
+        rankings[space] = [(hit.id, hit.score) for hit in hits]
+    sparse = SparseVector.from_pairs(sparse_query_vector(query))
+    if sparse:
+        hits = store.search(
+            mirror.COLLECTION, using=mirror.LEXICAL, vector=sparse, limit=CANDIDATES_PER_SIGNAL, where=where
+        )
+        rankings[mirror.LEXICAL] = [(hit.id, hit.score) for hit in hits]
+    return rankings
+
+
+def _signal_weights(query: str, signals: dict) -> dict[str, float]:
+    weights = {name: LEXICAL_WEIGHT for name in signals}
+    for space, weight in stores.embedding_set().query_weights(query).items():
+        if space in weights:
+            weights[space] = weight
+    return weights
+
+
+def _shape(
+    memory: Memory, relevance: float, graph: float, graph_applies: bool, raw: dict[str, float], now: datetime
+) -> MemoryHit:
+    age = now - memory.created_at
+    recency = recency_score(age)
+    decay = time_decay(age)
+    if memory.memory_type == MemoryType.WORKING:
+        base = relevance * decay
+    elif memory.memory_type == MemoryType.SEMANTIC:
+        # The tutorial's 0.7 vector + 0.3 graph, when the query names entities; otherwise a missing graph
+        # signal must not cap facts at 0.7 while other types reach 1.0.
+        base = 0.7 * relevance + 0.3 * graph if graph_applies else relevance
+    else:
+        base = 0.8 * relevance + 0.2 * recency
+    weight = importance_weight(memory.importance)
+    dense = {name: score for name, score in raw.items() if name != mirror.LEXICAL}
+    scores = {
+        "dense": round(max(dense.values()), 4) if dense else 0.0,
+        "lexical": round(raw.get(mirror.LEXICAL, 0.0), 4),
+        "fused": round(relevance, 4),
+        "recency": round(recency, 4),
+        "decay": round(decay, 4),
+        "importance": round(weight, 4),
+        "graph": round(graph, 4),
+        **{f"dense_{name}": round(score, 4) for name, score in dense.items()},
+    }
+    return MemoryHit(memory=memory, score=round(base * weight, 6), scores=scores)
+
+
+def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
+    """Memories linked to entities named in the query (1.0) or to their neighbours within two hops."""
+    keys = [mention.key for mention in extract_mentions(query)]
+    if not keys:
+        return {}
+    start = {str(pk) for pk in Entity.objects.filter(user=user, key__in=keys).values_list("pk", flat=True)}
+    if not start:
+        return {}
+    distance = dict.fromkeys(start, 0)
+    for neighbor in stores.graph_store().neighbors(str(user.pk), sorted(start), depth=GRAPH_DEPTH):
+        distance.setdefault(neighbor.entity_id, neighbor.distance)
+    scores: dict[str, float] = {}
+    links = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user)
+    for memory_id, entity_id in links.values_list("memory_id", "entity_id"):
+        score = GRAPH_HOP_SCORES.get(distance[str(entity_id)], 0.0)
+        scores[str(memory_id)] = max(scores.get(str(memory_id), 0.0), score)
+    return scores
+
+
+def _filtered(user, memory_types, min_importance, session, time_range, now):
+    memories = Memory.objects.filter(user=user, archived_at=None).exclude(expires_at__lte=now)
+    if memory_types:
+        memories = memories.filter(memory_type__in=list(memory_types))
+    if min_importance > 0:
+        memories = memories.filter(importance__gte=min_importance)
+    if session is not None:
+        memories = memories.filter(session=session)
+    if time_range:
+        start, end = time_range
+        if start:
+            memories = memories.filter(created_at__gte=start)
+        if end:
+            memories = memories.filter(created_at__lte=end)
+    return memories
+
+
+def _load(user, ids, memory_types, min_importance, session, time_range, now) -> dict[str, Memory]:
+    # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
+    memories = _filtered(user, memory_types, min_importance, session, time_range, now).filter(
+        pk__in=list(ids)
+    )
+    return {str(memory.pk): memory for memory in memories.select_related("session")}
+
+
+def _by_importance(user, limit, memory_types, min_importance, session, time_range, now) -> list[MemoryHit]:
+    memories = _filtered(user, memory_types, min_importance, session, time_range, now)
+    hits = []
+    for memory in memories.select_related("session").order_by("-importance", "-created_at")[:limit]:
+        hits.append(
+            MemoryHit(
+                memory, round(memory.importance, 6), {"importance": importance_weight(memory.importance)}
+            )
+        )
+    return hits
+
+
+def _text_match(user, query, memory_types, min_importance, session, time_range, now) -> dict[str, Memory]:
+    terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
+    if not terms:
+        return {}
+    condition = Q()
+    for term in terms:
+        condition |= Q(content__icontains=term)
+    memories = _filtered(user, memory_types, min_importance, session, time_range, now).filter(condition)[:500]
+    return {str(memory.pk): memory for memory in memories.select_related("session")}
+
+
+def _text_overlap(query: str, content: str) -> float:
+    terms = set(lexical_terms(query, for_query=True))
+    if not terms:
+        return 0.0
+    lowered = content.lower()
+    return sum(1 for term in terms if term in lowered) / len(terms)

@@ -1,0 +1,139 @@
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from ninja import Field, Schema
+
+from memories.models import Memory
+
+MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
+
+
+class MemoryIn(Schema):
+    content: str = Field(..., min_length=1, max_length=100_000)
+    memory_type: MemoryTypeName = "working"
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    session_id: str | None = Field(
+        None, max_length=200, description="Your name for the session; created on first use."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = Field(None, description="Keep an imported memory's original date.")
+    context: str = ""
+    outcome: str = ""
+    participants: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+
+class MemoryPatch(Schema):
+    content: str | None = Field(None, min_length=1, max_length=100_000)
+    memory_type: MemoryTypeName | None = None
+    importance: float | None = Field(None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] | None = None
+    context: str | None = None
+    outcome: str | None = None
+    participants: list[str] | None = None
+    tags: list[str] | None = None
+    archived: bool | None = Field(None, description="true hides the memory from search; false restores it.")
+
+
+class BulkIn(Schema):
+    items: list[MemoryIn] = Field(..., min_length=1, max_length=1000)
+
+
+class BulkOut(Schema):
+    ids: list[UUID]
+
+
+class MemoryOut(Schema):
+    id: UUID
+    content: str
+    memory_type: str
+    importance: float
+    session_id: str | None
+    metadata: dict[str, Any]
+    token_count: int
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    archived_at: datetime | None
+    last_accessed_at: datetime | None
+    access_count: int
+    mirror_state: str
+    mirror_error: str
+    context: str
+    outcome: str
+    participants: list[Any]
+    tags: list[Any]
+
+    @staticmethod
+    def resolve_session_id(memory: Memory) -> str | None:
+        return memory.session.key if memory.session_id else None
+
+
+class SearchIn(Schema):
+    query: str = Field(..., max_length=10_000)
+    limit: int = Field(5, ge=1, le=100)
+    memory_types: list[MemoryTypeName] | None = None
+    min_importance: float = Field(0.0, ge=0.0, le=1.0)
+    session_id: str | None = None
+    time_range: tuple[datetime | None, datetime | None] | None = Field(
+        None, description="[start, end], ISO 8601; either may be null."
+    )
+
+
+class ScoredMemoryOut(Schema):
+    id: UUID
+    content: str
+    memory_type: str
+    importance: float
+    created_at: datetime
+    session_id: str | None
+    score: float
+    scores: dict[str, float]
+
+
+class SearchOut(Schema):
+    results: list[ScoredMemoryOut]
+    notice: str = ""
+
+
+class ForgetIn(Schema):
+    strategy: Literal["importance_based", "time_based", "capacity_based"] = "importance_based"
+    threshold: float = Field(0.1, ge=0.0, le=1.0)
+    max_age_days: float = Field(30, ge=0)
+    max_capacity: int = Field(100, ge=0)
+    memory_types: list[MemoryTypeName] | None = None
+
+
+class ForgetOut(Schema):
+    forgotten: int
+
+
+class ConsolidateIn(Schema):
+    from_type: MemoryTypeName = "working"
+    to_type: MemoryTypeName = "episodic"
+    importance_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    session_id: str | None = None
+
+
+class ConsolidateOut(Schema):
+    consolidated: list[UUID]
+
+
+class SessionOut(Schema):
+    id: UUID
+    key: str
+    title: str
+    started_at: datetime
+    ended_at: datetime | None
+    memory_count: int = 0
+
+
+class SessionDetailOut(SessionOut):
+    memories: list[MemoryOut]
+
+
+class ToolOut(Schema):
+    ok: bool
+    text: str
+    data: dict[str, Any]

@@ -1,0 +1,444 @@
+"""MemoryTool: Hello-Agents' memory tool on Mnemo's memory system.
+
+    from memories.tools import MemoryTool
+    tool = MemoryTool(user_id="user123")
+    tool.run({"action": "add", "content": "李四是前端工程师", "memory_type": "semantic", "importance": 0.7})
+    tool.run({"action": "search", "query": "前端工程师"})
+
+The nine actions, their parameters and defaults are Hello-Agents'; replies carry full ids so update and remove
+work with them. `user_id` names a Mnemo user (created on first use); everything the tool does is scoped to it.
+POST /api/v1/tools/memory runs the same `execute()` and returns its structured reply.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Avg, Count, Sum
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from core.models import ApiKey
+from memories import services
+from memories.models import EditVia, Memory, MemoryType
+from memories.retrieval import search_memories
+
+TYPE_LABELS = {
+    MemoryType.WORKING: "工作记忆",
+    MemoryType.EPISODIC: "情景记忆",
+    MemoryType.SEMANTIC: "语义记忆",
+    MemoryType.PERCEPTUAL: "感知记忆",
+}
+ACTIONS = ("add", "search", "summary", "stats", "update", "remove", "forget", "consolidate", "clear_all")
+# Keys every action understands besides its own parameters.
+COMMON_KEYS = {"action", "session_id"}
+EPISODE_KEYS = ("context", "outcome", "participants", "tags")
+IMAGE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp"})
+AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
+
+
+class ToolInputError(ValueError):
+    """A missing or malformed parameter; the message names it."""
+
+
+@dataclass
+class ToolReply:
+    ok: bool
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def tool_user(user_id: str):
+    """The Mnemo user a tool's `user_id` names, created (without a password) on first use."""
+    username = str(user_id).strip()
+    if not username or len(username) > 150:
+        raise ToolInputError("user_id must be a non-empty name of at most 150 characters")
+    user, created = get_user_model().objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+class Params:
+    """Typed access to a tool's parameter dict, with messages that name the parameter."""
+
+    def __init__(self, raw: dict[str, Any]):
+        self.raw = raw
+
+    def text(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
+        value = self.raw.get(name, default)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if required:
+                raise ToolInputError(f"missing required parameter '{name}'")
+            return default
+        if not isinstance(value, str):
+            raise ToolInputError(f"parameter '{name}' must be a string, got {type(value).__name__}")
+        return value
+
+    def number(
+        self, name: str, default: float, *, low: float | None = None, high: float | None = None
+    ) -> float:
+        value = self.raw.get(name, default)
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}") from None
+        if not services.is_finite_number(value):
+            raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
+        return float(value)
+
+    def integer(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
+        value = self.raw.get(name, default)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ToolInputError(f"parameter '{name}' must be a whole number, got {value!r}")
+        if not low <= value <= high:
+            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
+        return value
+
+    def memory_type(self, name: str, default: str | None) -> str | None:
+        value = self.text(name, default)
+        if value is not None and value not in MemoryType.values:
+            raise ToolInputError(
+                f"parameter '{name}' must be one of {', '.join(MemoryType.values)}, got {value!r}"
+            )
+        return value
+
+    def memory_types(self) -> list[str] | None:
+        value = self.raw.get("memory_types", self.raw.get("memory_type"))
+        if value in (None, "", []):
+            return None
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ToolInputError("parameter 'memory_types' must be a type name or a list of them")
+        unknown = [v for v in values if v not in MemoryType.values]
+        if unknown:
+            raise ToolInputError(f"unknown memory type(s) {unknown}; valid: {', '.join(MemoryType.values)}")
+        return values
+
+    def time_range(self) -> tuple[datetime | None, datetime | None] | None:
+        value = self.raw.get("time_range")
+        if value in (None, "", []):
+            return None
+        if isinstance(value, dict):
+            value = [value.get("start"), value.get("end")]
+        if not isinstance(value, list | tuple) or len(value) != 2:
+            raise ToolInputError("parameter 'time_range' must be [start, end] (ISO 8601, either may be null)")
+        return (_moment(value[0], "time_range[0]"), _moment(value[1], "time_range[1]"))
+
+
+def _moment(value: Any, name: str) -> datetime | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        moment = datetime.fromtimestamp(value, tz=timezone.UTC)
+    else:
+        moment = parse_datetime(str(value)) if isinstance(value, str) else None
+        if moment is None and isinstance(value, str) and len(value) == 10:
+            moment = parse_datetime(value + "T00:00:00")
+        if moment is None:
+            raise ToolInputError(f"parameter '{name}' is not an ISO 8601 date or time: {value!r}")
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.UTC)
+
+
+class MemoryTool:
+    name = "memory"
+    description = "记忆工具：添加、搜索、总结、更新、删除、遗忘与整合用户的记忆 (Mnemo)"
+
+    def __init__(
+        self,
+        user_id: str = "default_user",
+        memory_types: list[str] | None = None,
+        session_id: str | None = None,
+        api_key: ApiKey | None = None,
+    ):
+        self.user_id = user_id
+        self.user = tool_user(user_id)
+        self.memory_types = memory_types or [MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC]
+        self.current_session_id = session_id
+        self.conversation_count = 0
+        self.api_key = api_key
+        self.via = EditVia.API if api_key else EditVia.TOOL
+
+    def run(self, parameters: dict[str, Any]) -> str:
+        return self.execute(parameters).text
+
+    def execute(self, parameters: dict[str, Any]) -> ToolReply:
+        if not isinstance(parameters, dict):
+            return ToolReply(False, "❌ 参数必须是字典 (parameters must be a dict)")
+        action = parameters.get("action")
+        if not action:
+            return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {', '.join(ACTIONS)}")
+        if action not in ACTIONS:
+            return ToolReply(False, f"❌ 不支持的操作: {action}；可用操作: {', '.join(ACTIONS)}")
+        params = Params(parameters)
+        try:
+            if "session_id" in parameters:
+                self.current_session_id = params.text("session_id", required=True)
+            return getattr(self, f"_{action}")(params)
+        except (ToolInputError, services.MemoryRequestError) as exc:
+            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)})
+
+    # --- actions ------------------------------------------------------------------------------------------
+
+    def _session(self):
+        if self.current_session_id is None:
+            self.current_session_id = timezone.now().strftime("session_%Y%m%d_%H%M%S")
+        return services.session_for_key(user=self.user, key=self.current_session_id)
+
+    def _add(self, params: Params) -> ToolReply:
+        content = params.text("content", required=True)
+        memory_type = params.memory_type("memory_type", MemoryType.WORKING)
+        importance = params.number("importance", 0.5, low=0.0, high=1.0)
+        known = {"content", "memory_type", "importance", "file_path", "modality", "created_at", *EPISODE_KEYS}
+        # Hello-Agents silently dropped extra keys (event_type, concept, …); keep them as metadata instead.
+        metadata = {k: v for k, v in params.raw.items() if k not in known | COMMON_KEYS}
+        detail = {key: params.raw[key] for key in EPISODE_KEYS if key in params.raw}
+        for key in ("participants", "tags"):
+            if key in detail and not isinstance(detail[key], list):
+                detail[key] = [detail[key]]
+        if params.raw.get("file_path") or memory_type == MemoryType.PERCEPTUAL:
+            detail["modality"] = params.text("modality") or _modality(params.text("file_path") or "")
+            if params.raw.get("file_path"):
+                metadata["file_path"] = params.text("file_path")
+        memory = services.memory_create(
+            user=self.user,
+            content=content,
+            memory_type=memory_type,
+            importance=importance,
+            session=self._session(),
+            metadata=metadata,
+            created_at=_moment(params.raw.get("created_at"), "created_at"),
+            **detail,
+        )
+        self.conversation_count += 1
+        return ToolReply(
+            True,
+            f"✅ 记忆已添加 (ID: {memory.pk})",
+            {"id": str(memory.pk), "memory_type": memory.memory_type, "session_id": self.current_session_id},
+        )
+
+    def _search(self, params: Params) -> ToolReply:
+        query = params.text("query", required=True)
+        result = search_memories(
+            user=self.user,
+            query=query,
+            limit=params.integer("limit", 5, high=100),
+            memory_types=params.memory_types(),
+            min_importance=params.number("min_importance", 0.1, low=0.0, high=1.0),
+            session=self._named_session(params),
+            time_range=params.time_range(),
+        )
+        services.record_access(
+            user=self.user,
+            memories=[(hit.memory, hit.score) for hit in result.hits],
+            query=query,
+            via=self.via,
+            api_key=self.api_key,
+        )
+        data = {"results": [_hit_data(hit) for hit in result.hits], "notice": result.notice}
+        if not result.hits:
+            return ToolReply(True, f"🔍 未找到与 '{query}' 相关的记忆", data)
+        lines = [f"🔍 找到 {len(result.hits)} 条相关记忆:"]
+        for index, hit in enumerate(result.hits, start=1):
+            memory = hit.memory
+            lines.append(
+                f"{index}. [{TYPE_LABELS[memory.memory_type]}] {_clip(memory.content, 80)} "
+                f"(重要性: {memory.importance:.2f}, 得分: {hit.score:.3f}, ID: {memory.pk})"
+            )
+        if result.notice:
+            lines.append(f"⚠️ {result.notice}")
+        return ToolReply(True, "\n".join(lines), data)
+
+    def _named_session(self, params: Params):
+        key = params.raw.get("session_id")
+        if not key:
+            return None
+        from agents.models import AgentSession
+
+        session = AgentSession.objects.filter(user=self.user, key=key).first()
+        if session is None:
+            raise ToolInputError(f"no session named {key!r} for this user")
+        return session
+
+    def _summary(self, params: Params) -> ToolReply:
+        limit = params.integer("limit", 10, high=100)
+        stats = self._stats_data()
+        lines = [
+            "📊 记忆系统摘要",
+            f"总记忆数: {stats['total']}",
+            f"当前会话: {self.current_session_id or '未开始'}",
+            f"对话轮次: {self.conversation_count}",
+            "",
+            "📋 记忆类型分布:",
+        ]
+        for memory_type, entry in stats["by_type"].items():
+            lines.append(
+                f"  • {TYPE_LABELS[memory_type]}: {entry['count']} 条 (平均重要性: {entry['avg_importance']:.2f})"
+            )
+        important = (
+            _active(self.user)
+            .select_related("session")
+            .filter(importance__gte=0.5)
+            .order_by("-importance", "-created_at")[:limit]
+        )
+        if important:
+            lines += ["", f"⭐ 重要记忆 (前{len(important)}条):"]
+            for index, memory in enumerate(important, start=1):
+                lines.append(
+                    f"  {index}. {_clip(memory.content, 60)} (重要性: {memory.importance:.2f}, ID: {memory.pk})"
+                )
+        stats["important"] = [_memory_data(m) for m in important]
+        return ToolReply(True, "\n".join(lines), stats)
+
+    def _stats(self, params: Params) -> ToolReply:
+        stats = self._stats_data()
+        lines = [
+            "📈 记忆系统统计",
+            f"总记忆数: {stats['total']}",
+            f"启用的记忆类型: {', '.join(self.memory_types)}",
+            f"会话ID: {self.current_session_id or '未开始'}",
+            f"对话轮次: {self.conversation_count}",
+        ]
+        for memory_type, entry in stats["by_type"].items():
+            lines.append(f"  • {TYPE_LABELS[memory_type]}: {entry['count']} 条, {entry['tokens']} tokens")
+        return ToolReply(True, "\n".join(lines), stats)
+
+    def _stats_data(self) -> dict[str, Any]:
+        rows = (
+            _active(self.user)
+            .values("memory_type")
+            .annotate(count=Count("id"), avg_importance=Avg("importance"), tokens=Sum("token_count"))
+            .order_by()
+        )
+        by_type = {
+            row["memory_type"]: {
+                "count": row["count"],
+                "avg_importance": round(row["avg_importance"] or 0, 4),
+                "tokens": row["tokens"] or 0,
+            }
+            for row in rows
+        }
+        ordered = {t: by_type[t] for t in MemoryType.values if t in by_type}
+        return {
+            "user_id": self.user_id,
+            "total": sum(entry["count"] for entry in ordered.values()),
+            "by_type": ordered,
+            "session_id": self.current_session_id,
+            "conversation_count": self.conversation_count,
+        }
+
+    def _memory(self, params: Params) -> Memory:
+        memory_id = params.text("memory_id", required=True).strip()
+        memory = Memory.objects.filter(user=self.user, pk=_uuid_or_none(memory_id)).first()
+        if memory is None:
+            raise LookupError(memory_id)
+        return memory
+
+    def _update(self, params: Params) -> ToolReply:
+        try:
+            memory = self._memory(params)
+        except LookupError as missing:
+            return ToolReply(False, f"⚠️ 未找到要更新的记忆: {missing}")
+        changes: dict[str, Any] = {}
+        if params.raw.get("content") is not None:
+            changes["content"] = params.text("content", required=True)
+        if params.raw.get("importance") is not None:
+            changes["importance"] = params.number("importance", 0.5, low=0.0, high=1.0)
+        if params.raw.get("memory_type") is not None:
+            changes["memory_type"] = params.memory_type("memory_type", None)
+        if not changes:
+            raise ToolInputError("give at least one of 'content', 'importance', 'memory_type' to update")
+        services.memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
+        return ToolReply(
+            True, f"✅ 记忆已更新 (ID: {memory.pk})", {"id": str(memory.pk), "changed": sorted(changes)}
+        )
+
+    def _remove(self, params: Params) -> ToolReply:
+        try:
+            memory = self._memory(params)
+        except LookupError as missing:
+            return ToolReply(False, f"⚠️ 未找到要删除的记忆: {missing}")
+        services.memories_delete(user=self.user, memory_ids=[memory.pk])
+        return ToolReply(True, f"✅ 记忆已删除 (ID: {memory.pk})", {"id": str(memory.pk)})
+
+    def _forget(self, params: Params) -> ToolReply:
+        strategy = params.text("strategy", "importance_based")
+        count = services.memories_forget(
+            user=self.user,
+            strategy=strategy,
+            threshold=params.number("threshold", 0.1, low=0.0, high=1.0),
+            max_age_days=params.number("max_age_days", 30, low=0.0),
+            memory_types=params.memory_types(),
+        )
+        return ToolReply(
+            True, f"🧹 已遗忘 {count} 条记忆（策略: {strategy}）", {"forgotten": count, "strategy": strategy}
+        )
+
+    def _consolidate(self, params: Params) -> ToolReply:
+        from_type = params.memory_type("from_type", MemoryType.WORKING)
+        to_type = params.memory_type("to_type", MemoryType.EPISODIC)
+        threshold = params.number("importance_threshold", 0.7, low=0.0, high=1.0)
+        promoted = services.memories_consolidate(
+            user=self.user, from_type=from_type, to_type=to_type, importance_threshold=threshold
+        )
+        return ToolReply(
+            True,
+            f"🔄 已整合 {len(promoted)} 条记忆为长期记忆（{from_type} → {to_type}，阈值={threshold}）",
+            {"consolidated": [str(m.pk) for m in promoted], "from_type": from_type, "to_type": to_type},
+        )
+
+    def _clear_all(self, params: Params) -> ToolReply:
+        count = services.memories_clear(user=self.user)
+        return ToolReply(True, f"🧽 已清空所有记忆 ({count} 条，仅限用户 {self.user_id})", {"deleted": count})
+
+
+def _active(user):
+    return Memory.objects.filter(user=user, archived_at=None).exclude(expires_at__lte=timezone.now())
+
+
+def _uuid_or_none(value: str):
+    import uuid
+
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def _clip(text: str, length: int) -> str:
+    return text if len(text) <= length else text[:length] + "..."
+
+
+def _modality(file_path: str) -> str:
+    suffix = file_path.rsplit(".", 1)[-1].lower() if "." in file_path else ""
+    if suffix in IMAGE_SUFFIXES:
+        return "image"
+    if suffix in AUDIO_SUFFIXES:
+        return "audio"
+    return "text"
+
+
+def _memory_data(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": str(memory.pk),
+        "content": memory.content,
+        "memory_type": memory.memory_type,
+        "importance": memory.importance,
+        "created_at": memory.created_at.isoformat(),
+        "session_id": memory.session.key if memory.session_id else None,
+    }
+
+
+def _hit_data(hit) -> dict[str, Any]:
+    return {**_memory_data(hit.memory), "score": hit.score, "scores": hit.scores}

@@ -1,0 +1,317 @@
+"""core.embeddings: the local models for real, the remote provider against a tiny OpenAI-compatible server."""
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from core.embeddings import (
+    EmbeddingError,
+    EmbeddingSet,
+    MiniLMEmbedder,
+    OpenAIEmbedder,
+    UniversalSentenceEncoder,
+    build_embedding_set,
+    build_embedding_set_from_env,
+)
+from core.text import cjk_ratio
+
+pytestmark = []  # no database, no Django settings: this module is Django-free
+
+TRIO = {
+    "张三": "用户张三是一名Python开发者，专注于机器学习和数据分析",
+    "李四": "李四是前端工程师，擅长React和Vue.js开发",
+    "王五": "王五是产品经理，负责用户体验设计",
+}
+ENGLISH = {
+    "dog": "Alice adopted a golden retriever puppy named Max last spring.",
+    "berlin": "Grace moved to Berlin to work for a renewable energy startup.",
+    "wrist": "Henry broke his wrist while skiing in Colorado.",
+    "coffee": "Frank prefers his coffee black with no sugar.",
+}
+
+
+@pytest.fixture(scope="module")
+def local_set() -> EmbeddingSet:
+    return build_embedding_set("local")
+
+
+def best_match(embedding_set: EmbeddingSet, memories: dict[str, str], query: str) -> str:
+    """The memory the set ranks first, scoring with the query's language weights."""
+    docs = embedding_set.embed_documents(list(memories.values()))
+    vectors = embedding_set.embed_query(query)
+    weights = embedding_set.query_weights(query)
+    scores = sum(weights[space] * (docs[space] @ vectors[space]) for space in weights)
+    return list(memories)[int(np.argmax(scores))]
+
+
+def test_default_set_ranks_the_frontend_engineer_first(local_set):
+    assert best_match(local_set, TRIO, "前端工程师") == "李四"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Who has a dog?", "dog"),
+        ("Who relocated to Germany?", "berlin"),
+        ("Who got injured on a winter holiday?", "wrist"),
+        ("How does Frank take his drink in the morning?", "coffee"),
+    ],
+)
+def test_default_set_ranks_english_paraphrases(local_set, query, expected):
+    assert best_match(local_set, {**TRIO, **ENGLISH}, query) == expected
+
+
+def test_a_chinese_query_finds_an_english_memory(local_set):
+    assert best_match(local_set, {**TRIO, **ENGLISH}, "谁搬到了德国？") == "berlin"
+
+
+def test_vectors_are_unit_float32_rows_of_each_dimension(local_set):
+    vectors = local_set.embed_documents(["Alice likes tea.", "李四喜欢喝茶。", ""])
+    assert local_set.dimensions == {"minilm": 384, "use": 512}
+    for space, matrix in vectors.items():
+        assert matrix.shape == (3, local_set.dimensions[space])
+        assert matrix.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    query = local_set.embed_query("tea")
+    assert {space: v.shape for space, v in query.items()} == {"minilm": (384,), "use": (512,)}
+
+
+def test_empty_input_gives_empty_matrices(local_set):
+    assert {space: m.shape for space, m in local_set.embed_documents([]).items()} == {
+        "minilm": (0, 384),
+        "use": (0, 512),
+    }
+
+
+def test_very_long_texts_are_truncated_not_fatal(local_set):
+    texts = ["memory " * 60_000, "记忆" * 60_000, "x" * 500_000]
+    for matrix in local_set.embed_documents(texts).values():
+        assert matrix.shape[0] == 3
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+
+
+def test_embed_refuses_a_bare_string():
+    with pytest.raises(TypeError, match="sequence of texts"):
+        MiniLMEmbedder().embed("one text")
+
+
+def test_concurrent_first_calls_load_once_and_agree():
+    texts = [f"Sentence number {i} about project {i % 3}." for i in range(40)] + ["张三在北京工作。"]
+    for embedder in (MiniLMEmbedder(), UniversalSentenceEncoder()):
+        barrier = threading.Barrier(4)
+        results: list[np.ndarray] = []
+
+        def run(embedder=embedder, barrier=barrier, results=results) -> None:
+            barrier.wait()  # all threads hit the lazy load together
+            results.append(embedder.embed(texts))
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == 4
+        for result in results[1:]:
+            np.testing.assert_allclose(result, results[0], atol=1e-5)
+
+
+def test_query_weights_follow_the_query_language(local_set):
+    assert local_set.query_weights("前端工程师") == {"minilm": 0.0, "use": 1.0}
+    english = local_set.query_weights("Who moved to Berlin?")
+    assert english == pytest.approx({"minilm": 0.7, "use": 0.3})
+    mixed = local_set.query_weights("React前端")  # 2 of 7 letters are CJK
+    assert 0.0 < mixed["minilm"] < 0.7
+    assert sum(mixed.values()) == pytest.approx(1.0)
+
+
+def test_single_model_sets_weigh_their_one_space():
+    assert build_embedding_set("minilm").query_weights("前端工程师") == {"minilm": 1.0}
+    assert build_embedding_set("use").query_weights("hello") == {"use": 1.0}
+
+
+def test_cjk_ratio():
+    assert cjk_ratio("hello world") == 0.0
+    assert cjk_ratio("前端工程师") == 1.0
+    assert cjk_ratio("React前端") == pytest.approx(2 / 7)
+    assert cjk_ratio("123 !?") == 0.0
+
+
+def test_describe_names_models_without_loading_them():
+    assert build_embedding_set().describe() == "local: minilm (384-d, onnx int8) + use (512-d)"
+
+
+# --- configuration --------------------------------------------------------------------------------------------
+
+
+def test_unknown_model_type_names_the_variable():
+    with pytest.raises(EmbeddingError, match=r"EMBED_MODEL_TYPE='bogus' is not one of local, minilm, use"):
+        build_embedding_set("bogus")
+
+
+@pytest.mark.parametrize("model_type", ["openai", "dashscope", "compatible"])
+def test_remote_model_types_need_an_api_key(model_type):
+    with pytest.raises(EmbeddingError, match="EMBED_API_KEY"):
+        build_embedding_set(model_type, model_name="m", base_url="http://127.0.0.1:9/v1")
+
+
+def test_compatible_needs_a_model_name_and_a_base_url():
+    with pytest.raises(EmbeddingError, match="EMBED_MODEL_NAME"):
+        build_embedding_set("compatible", api_key="k", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(EmbeddingError, match="EMBED_BASE_URL"):
+        build_embedding_set("compatible", model_name="m", api_key="k")
+
+
+def test_dashscope_defaults_to_its_endpoint_and_batches_of_ten():
+    embedder = build_embedding_set("DashScope", api_key="k").spaces["openai"]
+    assert isinstance(embedder, OpenAIEmbedder)
+    assert embedder.model == "text-embedding-v4"
+    assert embedder.base_url == "https://dashscope.aliyuncs.com/compatible-mode/v1"
+    assert embedder.batch_size == 10
+    assert OpenAIEmbedder("m", "k", base_url="http://127.0.0.1:9/v1").batch_size == 64
+
+
+def test_build_from_env_reads_the_tutorial_names():
+    env = {
+        "EMBED_MODEL_TYPE": "openai",
+        "EMBED_API_KEY": "sk-x",
+        "EMBED_MODEL_NAME": "text-embedding-3-large",
+    }
+    embedder = build_embedding_set_from_env(env).spaces["openai"]
+    assert embedder.model == "text-embedding-3-large"
+    assert build_embedding_set_from_env({}).describe().startswith("local:")
+    with pytest.raises(EmbeddingError, match="EMBED_TIMEOUT"):
+        build_embedding_set_from_env({"EMBED_TIMEOUT": "soon"})
+
+
+# --- OpenAI-compatible provider against a real local HTTP server ----------------------------------------------
+
+
+def fake_vector(text: str) -> list[float]:
+    """Deterministic, deliberately not unit-length, 8-d."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [(byte - 127.5) / 10 for byte in digest[:8]]
+
+
+class EmbeddingsHandler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        server: FakeServer = self.server  # type: ignore[assignment]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if server.mode == "error":
+            self.reply(500, {"error": {"message": "upstream exploded", "type": "server_error"}})
+        elif server.mode == "unauthorized":
+            self.reply(
+                401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+            )
+        else:
+            texts = body["input"]
+            vector = (lambda _t: [0.0] * 8) if server.mode == "zero" else fake_vector
+            data = [{"object": "embedding", "index": i, "embedding": vector(t)} for i, t in enumerate(texts)]
+            data.reverse()  # providers may answer out of order: the index field decides
+            usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+            self.reply(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
+
+    def reply(self, status: int, payload: dict) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:  # keep pytest output clean
+        pass
+
+
+class FakeServer(ThreadingHTTPServer):
+    mode = "ok"
+    requests: list[dict]
+
+
+@pytest.fixture
+def provider(monkeypatch) -> Iterator[Callable[[str], tuple[str, FakeServer]]]:
+    """Starts a fake /v1/embeddings server in a given mode; returns (base_url, server)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    servers: list[FakeServer] = []
+
+    def start(mode: str = "ok") -> tuple[str, FakeServer]:
+        server = FakeServer(("127.0.0.1", 0), EmbeddingsHandler)
+        server.mode, server.requests = mode, []
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1", server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def remote(base_url: str, **kwargs) -> OpenAIEmbedder:
+    return OpenAIEmbedder(
+        model="test-embed", api_key="sk-test", base_url=base_url, timeout=5.0, max_retries=0, **kwargs
+    )
+
+
+def test_openai_embedder_batches_normalises_and_keeps_order(provider):
+    base_url, server = provider("ok")
+    texts = [f"memory {i}" for i in range(10)]
+    embedder = remote(base_url, batch_size=4)
+
+    vectors = embedder.embed(texts)
+
+    assert vectors.shape == (10, 8)
+    assert vectors.dtype == np.float32
+    expected = np.array([fake_vector(t) for t in texts], dtype=np.float32)
+    np.testing.assert_allclose(vectors, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+    assert [len(r["body"]["input"]) for r in server.requests] == [4, 4, 2]
+    assert {r["path"] for r in server.requests} == {"/v1/embeddings"}
+    assert {r["auth"] for r in server.requests} == {"Bearer sk-test"}
+    assert server.requests[0]["body"]["encoding_format"] == "float"
+    assert embedder.dimension == 8  # learnt from the first response
+    assert embedder.describe() == f"openai (test-embed at {base_url.split('/')[2]}, 8-d)"
+
+
+def test_openai_embedder_probes_the_dimension_for_empty_input(provider):
+    base_url, server = provider("ok")
+    assert remote(base_url).embed([]).shape == (0, 8)
+    assert len(server.requests) == 1
+
+
+def test_openai_embedder_sends_a_requested_dimension(provider):
+    base_url, server = provider("ok")
+    assert remote(base_url, dimension=8).embed(["a"]).shape == (1, 8)
+    assert server.requests[0]["body"]["dimensions"] == 8
+
+
+def test_openai_embedder_reports_a_server_error(provider):
+    base_url, _ = provider("error")
+    with pytest.raises(EmbeddingError, match=r"HTTP 500 .*EMBED_BASE_URL"):
+        remote(base_url).embed(["hello"])
+
+
+def test_openai_embedder_reports_a_rejected_key(provider):
+    base_url, _ = provider("unauthorized")
+    with pytest.raises(EmbeddingError, match=r"HTTP 401\): check EMBED_API_KEY"):
+        remote(base_url).embed(["hello"])
+
+
+def test_openai_embedder_never_returns_zero_vectors(provider):
+    base_url, _ = provider("zero")
+    with pytest.raises(EmbeddingError, match="zero or non-finite vector"):
+        remote(base_url).embed(["hello"])
+
+
+def test_openai_embedder_reports_an_unreachable_host(provider):
+    base_url, server = provider("ok")
+    server.shutdown()
+    server.server_close()  # nothing listens on the port any more
+    with pytest.raises(EmbeddingError, match="unreachable .*EMBED_BASE_URL"):
+        remote(base_url).embed(["hello"])

@@ -1,0 +1,60 @@
+import pytest
+from django.urls import reverse
+
+from core import stores
+
+pytestmark = pytest.mark.django_db
+
+CONCERNS = ["database", "vectors", "graph", "embeddings", "worker", "llm"]
+
+
+@pytest.fixture
+def fresh_stores():
+    stores.reset()
+    yield
+    stores.reset()
+
+
+def test_api_health_needs_no_key_and_reports_every_concern(client, fresh_stores):
+    response = client.get("/api/v1/health")
+    assert response.status_code == 200
+    body = response.json()
+    assert [check["concern"] for check in body["checks"]] == CONCERNS
+    by_concern = {check["concern"]: check for check in body["checks"]}
+    assert by_concern["database"]["backend"] == "sqlite"
+    assert by_concern["vectors"]["backend"] == "qdrant-edge (embedded)"
+    assert by_concern["graph"]["backend"] == "sql"
+    assert by_concern["worker"]["backend"] == "in-process"
+    assert by_concern["llm"]["backend"] == "none"
+    assert all(check["ok"] for check in body["checks"]), body
+    assert body["ok"] is True
+
+
+def test_an_unreachable_qdrant_server_is_reported_with_its_variable(client, settings, fresh_stores):
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT = 1.0
+    body = client.get("/api/v1/health").json()
+    vectors = next(check for check in body["checks"] if check["concern"] == "vectors")
+    assert vectors["backend"] == "qdrant server"
+    assert vectors["ok"] is False
+    assert "QDRANT_URL" in vectors["detail"]
+    assert body["ok"] is False
+
+
+def test_an_unreachable_llm_and_neo4j_are_reported(client, settings, fresh_stores):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.LLM_MODEL = "any"
+    settings.NEO4J_URI = "bolt://127.0.0.1:9"
+    checks = {check["concern"]: check for check in client.get("/api/v1/health").json()["checks"]}
+    assert checks["llm"]["ok"] is False
+    assert "LLM_BASE_URL" in checks["llm"]["detail"]
+    assert checks["graph"]["ok"] is False
+    assert "NEO4J_URI" in checks["graph"]["detail"]
+
+
+def test_health_page_shows_the_same_report(logged_in, fresh_stores):
+    response = logged_in.get(reverse("health"))
+    assert response.status_code == 200
+    for concern in CONCERNS:
+        assert f'data-concern="{concern}"' in response.text
+    assert "qdrant-edge (embedded)" in response.text

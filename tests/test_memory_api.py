@@ -1,0 +1,266 @@
+import json
+import uuid
+
+import pytest
+
+from core import stores
+from core.models import MirrorState
+from memories import mirror
+from memories.models import Memory
+from memories.services import memory_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def api(client, write_key):
+    def call(method: str, path: str, body=None, key: str | None = None):
+        kwargs = {"HTTP_X_API_KEY": key or write_key}
+        if body is not None:
+            kwargs.update(data=json.dumps(body), content_type="application/json")
+        return getattr(client, method)(f"/api/v1{path}", **kwargs)
+
+    return call
+
+
+@pytest.fixture
+def other_key(other_user):
+    from core.services import api_key_create
+
+    return api_key_create(user=other_user, name="mallory")[1]
+
+
+def test_a_new_memory_is_searchable_when_the_call_returns(api):
+    response = api(
+        "post",
+        "/memories/",
+        {"content": "李四是前端工程师，擅长React", "memory_type": "semantic", "importance": 0.7},
+    )
+    assert response.status_code == 201
+    memory_id = response.json()["id"]
+    assert Memory.objects.get(pk=memory_id).mirror_state == MirrorState.SYNCED
+    results = api("post", "/memories/search", {"query": "前端工程师"}).json()["results"]
+    assert results[0]["id"] == memory_id
+    assert set(results[0]["scores"]) >= {"dense", "lexical", "fused", "recency", "importance", "graph"}
+    assert results[0]["scores"]["lexical"] > 0
+
+
+def test_an_edit_is_searchable_when_the_call_returns(api):
+    memory_id = api(
+        "post", "/memories/", {"content": "the meeting is in Berlin", "memory_type": "episodic"}
+    ).json()["id"]
+    assert (
+        api("patch", f"/memories/{memory_id}", {"content": "the meeting moved to Lisbon"}).status_code == 200
+    )
+    results = api("post", "/memories/search", {"query": "Lisbon meeting"}).json()["results"]
+    assert [r["id"] for r in results][:1] == [memory_id]
+    assert results[0]["content"] == "the meeting moved to Lisbon"
+
+
+def test_bulk_add_returns_ids_and_every_item_is_searchable(api):
+    items = [{"content": f"fact number {i} about topic{i}", "memory_type": "semantic"} for i in range(50)]
+    response = api("post", "/memories/bulk", {"items": items})
+    assert response.status_code == 201
+    ids = response.json()["ids"]
+    assert len(ids) == 50
+    assert mirror.memory_store().count(mirror.COLLECTION) == 50
+    hit = api("post", "/memories/search", {"query": "topic37", "limit": 1}).json()["results"][0]
+    assert hit["id"] == ids[37]
+
+
+def test_bulk_refuses_more_than_1000_items_and_stores_nothing(api):
+    response = api("post", "/memories/bulk", {"items": [{"content": "x"}] * 1001})
+    assert response.status_code == 422
+    assert Memory.objects.count() == 0
+
+
+def test_bulk_with_one_bad_item_stores_nothing_and_names_it(api):
+    items = [
+        {"content": "fine", "memory_type": "working"},
+        {"content": "词" * 2500, "memory_type": "working"},
+    ]
+    response = api("post", "/memories/bulk", {"items": items})
+    assert response.status_code == 422
+    assert "items[1]" in response.json()["detail"]
+    assert Memory.objects.count() == 0
+
+
+def test_created_at_is_kept_for_imported_memories(api):
+    body = {
+        "content": "we met at the conference",
+        "memory_type": "episodic",
+        "created_at": "2023-05-08T13:56:00Z",
+    }
+    memory_id = api("post", "/memories/", body).json()["id"]
+    assert api("get", f"/memories/{memory_id}").json()["created_at"].startswith("2023-05-08T13:56:00")
+
+
+def test_list_filters_and_paginates(api, user):
+    for index in range(7):
+        memory_create(user=user, content=f"episode {index}", memory_type="episodic", importance=index / 10)
+    memory_create(user=user, content="a fact", memory_type="semantic")
+    page = api("get", "/memories/?memory_type=episodic&min_importance=0.3&limit=2&offset=0").json()
+    assert page["count"] == 4
+    assert len(page["items"]) == 2
+    assert all(item["memory_type"] == "episodic" for item in page["items"])
+
+
+def test_validation_errors_are_422_with_a_message(api):
+    response = api("post", "/memories/", {"content": "x", "importance": 2})
+    assert response.status_code == 422
+    assert "importance" in json.dumps(response.json())
+    response = api("post", "/memories/", {"content": "x", "memory_type": "dream"})
+    assert response.status_code == 422
+
+
+def test_a_read_only_key_cannot_write(api, read_key):
+    response = api("post", "/memories/", {"content": "x"}, key=read_key)
+    assert response.status_code == 403
+    assert "read-only" in response.json()["detail"]
+    assert api("post", "/memories/search", {"query": "x"}, key=read_key).status_code == 200
+
+
+def test_another_users_memory_is_404_everywhere_and_never_in_search(api, other_user, other_key):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    path = f"/memories/{theirs.pk}"
+    assert api("get", path).status_code == 404
+    assert api("patch", path, {"content": "hijacked"}).status_code == 404
+    assert api("delete", path).status_code == 404
+    assert api("post", "/memories/search", {"query": "secret plan"}).json()["results"] == []
+    assert api("get", "/memories/").json()["count"] == 0
+    tool_reply = api("post", "/tools/memory", {"action": "remove", "memory_id": str(theirs.pk)}).json()
+    assert tool_reply["ok"] is False
+    theirs.refresh_from_db()
+    assert theirs.content == "mallory's secret plan"
+    assert api("get", path, key=other_key).status_code == 200
+
+
+def test_delete_removes_the_row_and_its_point(api):
+    memory_id = api("post", "/memories/", {"content": "to be deleted", "memory_type": "semantic"}).json()[
+        "id"
+    ]
+    assert api("delete", f"/memories/{memory_id}").status_code == 204
+    assert not Memory.objects.filter(pk=memory_id).exists()
+    assert mirror.memory_store().retrieve(mirror.COLLECTION, [memory_id]) == []
+
+
+def test_archive_hides_from_search_and_restore_brings_back(api):
+    memory_id = api(
+        "post", "/memories/", {"content": "archived fact about zebras", "memory_type": "semantic"}
+    ).json()["id"]
+    api("patch", f"/memories/{memory_id}", {"archived": True})
+    assert api("post", "/memories/search", {"query": "zebras"}).json()["results"] == []
+    api("patch", f"/memories/{memory_id}", {"archived": False})
+    assert api("post", "/memories/search", {"query": "zebras"}).json()["results"][0]["id"] == memory_id
+
+
+def test_search_honours_types_importance_session_and_time_range(api):
+    api(
+        "post",
+        "/memories/",
+        {
+            "content": "coffee with Ana",
+            "memory_type": "episodic",
+            "importance": 0.9,
+            "session_id": "s1",
+            "created_at": "2024-01-10T10:00:00Z",
+        },
+    )
+    api(
+        "post",
+        "/memories/",
+        {
+            "content": "coffee preference: oat milk",
+            "memory_type": "semantic",
+            "importance": 0.3,
+            "session_id": "s2",
+        },
+    )
+
+    def search(**body):
+        return [
+            r["content"]
+            for r in api("post", "/memories/search", {"query": "coffee", **body}).json()["results"]
+        ]
+
+    assert search(memory_types=["semantic"]) == ["coffee preference: oat milk"]
+    assert search(min_importance=0.5) == ["coffee with Ana"]
+    assert search(session_id="s2") == ["coffee preference: oat milk"]
+    assert search(time_range=["2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"]) == ["coffee with Ana"]
+    assert len(search()) == 2
+
+
+def test_the_limit_is_not_split_per_type(api, user):
+    for index in range(6):
+        memory_create(user=user, content=f"python tip {index}", memory_type="semantic", importance=0.8)
+    memory_create(user=user, content="python meetup", memory_type="episodic", importance=0.8)
+    results = api("post", "/memories/search", {"query": "python tip", "limit": 5}).json()["results"]
+    assert len(results) == 5
+    assert all(r["memory_type"] == "semantic" for r in results)
+
+
+def test_forget_consolidate_and_summary_endpoints(api, user):
+    memory_create(user=user, content="noise", memory_type="episodic", importance=0.05)
+    important = memory_create(
+        user=user, content="remember the deadline", memory_type="working", importance=0.8
+    )
+    assert api("post", "/memories/forget", {"strategy": "importance_based", "threshold": 0.1}).json() == {
+        "forgotten": 1
+    }
+    assert api("post", "/memories/consolidate", {}).json() == {"consolidated": [str(important.pk)]}
+    summary = api("get", "/memories/summary").json()
+    assert summary["ok"] is True
+    assert summary["data"]["by_type"]["episodic"]["count"] == 1
+
+
+def test_sessions_list_and_detail(api):
+    api("post", "/memories/", {"content": "first", "session_id": "chat-1"})
+    api("post", "/memories/", {"content": "second", "session_id": "chat-1"})
+    sessions = api("get", "/sessions/").json()
+    assert sessions["count"] == 1
+    session = sessions["items"][0]
+    assert (session["key"], session["memory_count"]) == ("chat-1", 2)
+    detail = api("get", f"/sessions/{session['id']}").json()
+    assert [m["content"] for m in detail["memories"]] == ["first", "second"]
+    assert api("get", f"/sessions/{uuid.uuid4()}").status_code == 404
+
+
+def test_memory_tool_endpoint_takes_the_same_dict(api):
+    reply = api(
+        "post", "/tools/memory", {"action": "add", "content": "王五是产品经理", "memory_type": "semantic"}
+    ).json()
+    assert reply["ok"] is True
+    assert reply["text"] == f"✅ 记忆已添加 (ID: {reply['data']['id']})"
+    found = api("post", "/tools/memory", {"action": "search", "query": "产品经理"}).json()
+    assert found["data"]["results"][0]["id"] == reply["data"]["id"]
+    assert api("post", "/tools/memory", {"action": "nope"}).json()["ok"] is False
+
+
+def test_the_vector_mirror_is_idempotent(user):
+    memory = memory_create(user=user, content="idempotent", memory_type="semantic")
+    mirror.sync_memories([str(memory.pk)])
+    mirror.sync_memories([str(memory.pk)])
+    assert mirror.memory_store().count(mirror.COLLECTION, {"user_id": str(user.pk)}) == 1
+
+
+def test_with_the_vector_store_down_writes_commit_and_sync_when_it_is_back(api, settings, user):
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT = 0.5
+    stores.reset(embeddings=False)
+    response = api("post", "/memories/", {"content": "written during the outage", "memory_type": "semantic"})
+    assert response.status_code == 201
+    memory = Memory.objects.get(pk=response.json()["id"])
+    assert memory.mirror_state in {MirrorState.PENDING, MirrorState.FAILED}
+    assert "QDRANT_URL" in memory.mirror_error
+    degraded = api("post", "/memories/search", {"query": "outage"}).json()
+    assert degraded["results"][0]["id"] == str(memory.pk)
+    assert "unavailable" in degraded["notice"]
+
+    settings.QDRANT_URL = ""
+    stores.reset(embeddings=False)
+    from django.core.management import call_command
+
+    call_command("resync_mirrors")
+    memory.refresh_from_db()
+    assert memory.mirror_state == MirrorState.SYNCED
+    assert api("post", "/memories/search", {"query": "outage"}).json()["notice"] == ""

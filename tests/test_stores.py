@@ -1,0 +1,65 @@
+"""The embedded stores have one owner process; a second process gets a clear error, not a crash."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HOLD_THE_STORE = """
+import os, sys, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+django.setup()
+from core.stores import vector_store
+vector_store().ping()
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_process_is_told_who_holds_the_embedded_vector_store(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_"))}
+    env["MNEMO_DATA_DIR"] = str(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_STORE],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        result = subprocess.run(
+            [sys.executable, "manage.py", "check_backends"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=20)
+    assert result.returncode == 1
+    vectors_line = next(line for line in result.stdout.splitlines() if " vectors " in line)
+    assert vectors_line.startswith("ERR")
+    assert f"pid {holder.pid}" in vectors_line
+    assert "only one process can open it" in vectors_line
+    assert "unreachable: vectors" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_check_backends_passes_on_the_embedded_defaults(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_", "NEO4J_", "LLM_"))}
+    env["MNEMO_DATA_DIR"] = str(tmp_path)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check_backends"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line.split()[1] for line in result.stdout.splitlines()] == [
+        "database",
+        "vectors",
+        "graph",
+        "embeddings",
+        "worker",
+        "llm",
+    ]
