@@ -81,6 +81,39 @@ def dispatch_on_commit(task: Task, *args: Any, **kwargs: Any) -> None:
     transaction.on_commit(partial(dispatch, task, *args, **kwargs))
 
 
+def start_periodic(task: Task, every_seconds: float) -> threading.Event:
+    """Run `task` on the local pool every `every_seconds` (embedded mode's stand-in for Celery beat).
+
+    Returns an event that stops the loop when set.
+    """
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_seconds):
+            try:
+                _local_pool().submit(_run_locally, task, (), {}).result()
+            except Exception as exc:  # the traceback was logged by _run_locally; the next round tries again
+                logger.debug("periodic %s failed: %s", task.name, exc)
+
+    threading.Thread(target=loop, name=f"mnemo-periodic-{task.name}", daemon=True).start()
+    return stop
+
+MIRROR_SWEEP_SECONDS = 30.0
+
+
+def start_background_work() -> None:
+    """In the serving process on embedded defaults, re-mirror rows other processes could not (the store is ours).
+
+    With Celery the worker retries each mirror task itself and a Qdrant server has no single owner, so
+    nothing is started.
+    """
+    if uses_celery() or settings.MNEMO_TASKS_EAGER:
+        return
+    from memories.tasks import sync_unsynced_memories
+
+    start_periodic(sync_unsynced_memories, MIRROR_SWEEP_SECONDS)
+
+
 def worker_description() -> str:
     if uses_celery():
         return f"Celery via {redact_url(settings.CELERY_BROKER_URL)}"

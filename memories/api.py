@@ -4,10 +4,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Count, Q
-from django.http import HttpRequest
+from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, Query, Router, Schema, Status
+from ninja import Body, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja.errors import HttpError
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents.models import AgentSession
@@ -90,6 +92,52 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
     ]
     memories = services.memory_bulk_create(user=_owner(request), items=items)
     return Status(201, {"ids": [memory.pk for memory in memories]})
+
+
+PERCEPTUAL_MODALITIES = {"image": "image/", "audio": "audio/", "video": "video/"}
+
+
+@router.post("/perceptual", response={201: MemoryOut}, summary="Add a perceptual memory with its file")
+def create_perceptual_memory(
+    request: HttpRequest,
+    file: File[UploadedFile],
+    content: Form[str] = "",
+    importance: Form[float] = 0.5,
+    session_id: Form[str] = "",
+):
+    """Multipart upload: the file is kept with the memory and `content` (a description) is what search matches;
+    without a description the file name is used. Only the text is embedded: no image or audio model runs here."""
+    require_write(request)
+    limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
+    if file.size == 0:
+        raise HttpError(422, "the file is empty")
+    if file.size > limit:
+        raise HttpError(413, f"the file is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB")
+    content_type = file.content_type or ""
+    modality = next((name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)), "text")
+    memory = services.memory_create(
+        user=_owner(request),
+        content=content.strip() or f"[{modality}] {file.name}",
+        memory_type="perceptual",
+        importance=importance,
+        session=_session(request, session_id, create=True),
+        metadata={"filename": file.name, "content_type": content_type, "size": file.size},
+        modality=modality,
+        file=file,
+    )
+    return Status(201, memory)
+
+
+@router.get("/{uuid:memory_id}/file", summary="Download a perceptual memory's file")
+def get_memory_file(request: HttpRequest, memory_id: UUID):
+    memory = _memory(request, memory_id)
+    if not memory.file:
+        raise HttpError(404, "this memory has no file")
+    return FileResponse(
+        memory.file.open("rb"),
+        as_attachment=True,
+        filename=memory.metadata.get("filename") or memory.file.name.rsplit("/", 1)[-1],
+    )
 
 
 @router.get("/", response=list[MemoryOut], summary="List memories")

@@ -64,6 +64,12 @@ class MemoryOut(Schema):
     outcome: str
     participants: list[Any]
     tags: list[Any]
+    modality: str
+    has_file: bool
+
+    @staticmethod
+    def resolve_has_file(memory: Memory) -> bool:
+        return bool(memory.file)
 
     @staticmethod
     def resolve_session_id(memory: Memory) -> str | None:

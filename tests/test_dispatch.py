@@ -94,3 +94,24 @@ def test_dispatch_on_commit_drops_the_task_on_rollback(settings, tmp_path):
 def test_broker_urls_are_shown_without_passwords():
     assert dispatch.redact_url("redis://:s3cret@redis:6379/0") == "redis://…@redis:6379/0"
     assert dispatch.redact_url("redis://redis:6379/0") == "redis://redis:6379/0"
+
+
+def test_periodic_work_runs_on_the_local_pool(settings, monkeypatch):
+    settings.CELERY_BROKER_URL = ""
+    settings.MNEMO_TASKS_EAGER = False
+    calls.clear()
+    flaky_failures["left"] = 0
+
+    ticks = threading.Event()
+    original = flaky.run
+
+    def counting(value=1):
+        ticks.set()
+        return original(value)
+
+    monkeypatch.setattr(flaky, "run", counting)
+    stop = dispatch.start_periodic(flaky, 0.05)
+    try:
+        assert ticks.wait(5)
+    finally:
+        stop.set()

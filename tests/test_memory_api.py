@@ -264,3 +264,117 @@ def test_with_the_vector_store_down_writes_commit_and_sync_when_it_is_back(api, 
     memory.refresh_from_db()
     assert memory.mirror_state == MirrorState.SYNCED
     assert api("post", "/memories/search", {"query": "outage"}).json()["notice"] == ""
+
+
+def test_read_your_writes_on_a_qdrant_server_too(api, settings):
+    # qdrant-client's :memory: mode speaks the server's API: the production code path.
+    settings.QDRANT_URL = ":memory:"
+    stores.reset(embeddings=False)
+    assert stores.vector_store().backend == "qdrant"
+    memory_id = api(
+        "post", "/memories/", {"content": "王五负责用户体验设计", "memory_type": "semantic"}
+    ).json()["id"]
+    results = api("post", "/memories/search", {"query": "用户体验"}).json()["results"]
+    assert results[0]["id"] == memory_id
+    assert Memory.objects.get(pk=memory_id).mirror_state == MirrorState.SYNCED
+
+
+def test_an_admin_edit_is_mirrored_through_the_signal(admin_client, user):
+    memory = memory_create(user=user, content="original wording", memory_type="semantic")
+    response = admin_client.post(
+        f"/admin/memories/memory/{memory.pk}/change/",
+        {
+            "user": user.pk,
+            "memory_type": "semantic",
+            "content": "edited in the admin about quasars",
+            "importance": 0.5,
+            "metadata": "{}",
+            "token_count": 3,
+            "access_count": 0,
+            "participants": "[]",
+            "tags": "[]",
+            "modality": "text",
+            "created_at_0": memory.created_at.strftime("%Y-%m-%d"),
+            "created_at_1": memory.created_at.strftime("%H:%M:%S"),
+            "edits-TOTAL_FORMS": 0,
+            "edits-INITIAL_FORMS": 0,
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    hits = mirror.memory_store().search(
+        mirror.COLLECTION,
+        using=mirror.LEXICAL,
+        vector=_sparse("quasars"),
+        limit=1,
+        where={"user_id": str(user.pk)},
+    )
+    assert [hit.id for hit in hits] == [str(memory.pk)]
+
+
+def _sparse(text):
+    from core.text import sparse_query_vector
+    from core.vectorstore import SparseVector
+
+    return SparseVector.from_pairs(sparse_query_vector(text))
+
+
+def test_resync_mirrors_removes_orphaned_points_and_repairs_pending_rows(user):
+    from django.core.management import call_command
+
+    kept = memory_create(user=user, content="kept", memory_type="semantic")
+    gone = memory_create(user=user, content="gone", memory_type="semantic")
+    # Simulate drift: a delete whose mirror task was lost, and a row that never synced.
+    Memory.objects.filter(pk=gone.pk).delete()
+    mirror.memory_store().upsert(mirror.COLLECTION, list(mirror._points([gone])))
+    Memory.objects.filter(pk=kept.pk).update(mirror_state=MirrorState.PENDING)
+    call_command("resync_mirrors")
+    assert mirror.memory_store().ids(mirror.COLLECTION) == [str(kept.pk)]
+    assert Memory.objects.get(pk=kept.pk).mirror_state == MirrorState.SYNCED
+
+
+def test_perceptual_memory_keeps_its_file_and_is_found_by_its_description(client, write_key, other_key):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    png = SimpleUploadedFile("whiteboard.png", b"\x89PNG\r\n\x1a\n" + b"0" * 64, content_type="image/png")
+    response = client.post(
+        "/api/v1/memories/perceptual",
+        {"file": png, "content": "白板上的系统架构草图", "importance": "0.6"},
+        HTTP_X_API_KEY=write_key,
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["memory_type"], body["modality"], body["has_file"]) == ("perceptual", "image", True)
+    found = client.post(
+        "/api/v1/memories/search",
+        data=json.dumps({"query": "架构草图"}),
+        content_type="application/json",
+        HTTP_X_API_KEY=write_key,
+    ).json()["results"]
+    assert found[0]["id"] == body["id"]
+    download = client.get(f"/api/v1/memories/{body['id']}/file", HTTP_X_API_KEY=write_key)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content).startswith(b"\x89PNG")
+    assert client.get(f"/api/v1/memories/{body['id']}/file", HTTP_X_API_KEY=other_key).status_code == 404
+
+
+def test_an_empty_perceptual_file_is_refused(client, write_key):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = client.post(
+        "/api/v1/memories/perceptual",
+        {"file": SimpleUploadedFile("empty.png", b"", content_type="image/png")},
+        HTTP_X_API_KEY=write_key,
+    )
+    assert response.status_code == 422
+    assert Memory.objects.count() == 0
+
+
+def test_the_sweeper_mirrors_rows_written_while_the_store_was_unreachable(user):
+    from memories.tasks import sync_unsynced_memories
+
+    memory = memory_create(user=user, content="written elsewhere", memory_type="semantic")
+    mirror.memory_store().delete(mirror.COLLECTION, [str(memory.pk)])
+    Memory.objects.filter(pk=memory.pk).update(mirror_state=MirrorState.FAILED, mirror_error="locked")
+    assert sync_unsynced_memories() == 1
+    assert Memory.objects.get(pk=memory.pk).mirror_state == MirrorState.SYNCED
+    assert mirror.memory_store().ids(mirror.COLLECTION) == [str(memory.pk)]

@@ -63,3 +63,43 @@ def test_check_backends_passes_on_the_embedded_defaults(tmp_path):
         "worker",
         "llm",
     ]
+
+
+MEMORY_TOOL_IN_A_SHELL = """
+from memories.tools import MemoryTool
+tool = MemoryTool(user_id="shell_user")
+print(tool.run({"action": "add", "content": "李四是前端工程师", "memory_type": "semantic"}))
+print(tool.run({"action": "search", "query": "前端工程师"}))
+"""
+
+
+def test_memory_tool_in_a_shell_while_the_server_holds_the_store(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_"))}
+    env["MNEMO_DATA_DIR"] = str(tmp_path)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_STORE],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", MEMORY_TOOL_IN_A_SHELL],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert "✅ 记忆已添加" in result.stdout
+    # The row is committed; search still answers, from a plain text match, and says why.
+    assert "李四是前端工程师" in result.stdout
+    assert "only one process can open it" in result.stdout
+    assert "Traceback" not in result.stderr
