@@ -70,3 +70,36 @@ def reset(*, embeddings: bool = True) -> None:
             opener.cache_clear()
         if embeddings:
             embedding_set.cache_clear()
+
+
+_ready_collections: dict[str, object] = {}
+
+
+def collection_store(name: str, *, keyword_fields: tuple[str, ...] = (), float_fields: tuple[str, ...] = ()):
+    """The vector store with collection `name` created for the configured embedders (checked once per store)."""
+    store = vector_store()
+    if _ready_collections.get(name) is not store:
+        store.ensure_collection(collection_spec(name, keyword_fields, float_fields))
+        _ready_collections[name] = store
+    return store
+
+
+def collection_spec(name: str, keyword_fields: tuple[str, ...], float_fields: tuple[str, ...]):
+    from core.hybrid import LEXICAL
+    from core.vectorstore import CollectionSpec, VectorStoreConfigError
+
+    dense = dict(embedding_set().dimensions)
+    size = settings.QDRANT_VECTOR_SIZE
+    if size and any(dimension != size for dimension in dense.values()):
+        raise VectorStoreConfigError(
+            f"QDRANT_VECTOR_SIZE={size} does not match the embedder's {dense} "
+            f"(EMBED_MODEL_TYPE={settings.EMBED_MODEL_TYPE}); unset QDRANT_VECTOR_SIZE or change the embedder."
+        )
+    return CollectionSpec(
+        name=name,
+        dense=dense,
+        sparse=(LEXICAL,),
+        distance=settings.QDRANT_DISTANCE,
+        keyword_fields=keyword_fields,
+        float_fields=float_fields,
+    )

@@ -114,7 +114,9 @@ def create_perceptual_memory(
     if file.size > limit:
         raise HttpError(413, f"the file is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB")
     content_type = file.content_type or ""
-    modality = next((name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)), "text")
+    modality = next(
+        (name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)), "text"
+    )
     memory = services.memory_create(
         user=_owner(request),
         content=content.strip() or f"[{modality}] {file.name}",

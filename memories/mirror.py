@@ -9,53 +9,29 @@ import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from django.conf import settings
 from django.utils import timezone
 
 from core import stores
+from core.hybrid import LEXICAL
 from core.models import MirrorState
 from core.text import sparse_document_vector
-from core.vectorstore import CollectionSpec, Point, SparseVector, VectorStoreError
+from core.vectorstore import Point, SparseVector, VectorStoreError
 from memories.models import Memory
 
 logger = logging.getLogger(__name__)
 
 COLLECTION = "memories"
-LEXICAL = "lexical"
 # Far-future expiry for memories without a TTL, so one range filter covers every type.
 NEVER_EXPIRES = 4_102_444_800.0  # 2100-01-01
 
 
-def collection_spec() -> CollectionSpec:
-    dense = dict(stores.embedding_set().dimensions)
-    if settings.QDRANT_VECTOR_SIZE and any(size != settings.QDRANT_VECTOR_SIZE for size in dense.values()):
-        from core.vectorstore import VectorStoreConfigError
-
-        raise VectorStoreConfigError(
-            f"QDRANT_VECTOR_SIZE={settings.QDRANT_VECTOR_SIZE} does not match the embedder's "
-            f"{dense} (EMBED_MODEL_TYPE={settings.EMBED_MODEL_TYPE}); unset QDRANT_VECTOR_SIZE or change the embedder."
-        )
-    return CollectionSpec(
-        name=COLLECTION,
-        dense=dense,
-        sparse=(LEXICAL,),
-        distance=settings.QDRANT_DISTANCE,
+def memory_store():
+    """The vector store with the memories collection created."""
+    return stores.collection_store(
+        COLLECTION,
         keyword_fields=("user_id", "memory_type", "session_id"),
         float_fields=("importance", "created_ts", "expires_ts"),
     )
-
-
-_ready_store = None  # the store object whose collection is known to exist
-
-
-def memory_store():
-    """The vector store with the memories collection created (checked once per store object)."""
-    global _ready_store
-    store = stores.vector_store()
-    if store is not _ready_store:
-        store.ensure_collection(collection_spec())
-        _ready_store = store
-    return store
 
 
 def timestamp(moment: datetime | None) -> float:

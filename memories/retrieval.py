@@ -2,17 +2,16 @@
 
 1. Candidates from each signal: one dense search per embedding space and one sparse lexical search, all under
    the same filter (user, types, importance, session, time range, not expired).
-2. Weighted reciprocal-rank fusion; dense spaces are weighted by the query's language (MiniLM for English,
-   USE for Chinese), the lexical signal always counts fully. Fusion by rank, not raw score, is what keeps it
-   from doing worse than its best signal when the signals' score scales differ.
+2. Weighted reciprocal-rank fusion (core.hybrid): dense spaces weighted by the query's language (MiniLM for
+   English, USE for Chinese), the lexical signal always counts fully.
 3. Hello-Agents' shaping per type, applied to the normalised fused relevance:
    working  relevance × time decay;  episodic/perceptual 0.8·relevance + 0.2·recency;
-   semantic 0.7·relevance + 0.3·graph;  then × (0.8 + 0.4·importance).
+   semantic 0.7·relevance + 0.3·graph (relevance alone when the query names no known entity);
+   then × (0.8 + 0.4·importance).
 The limit applies to the merged list: never split per type and re-sorted by importance.
 """
 
 import logging
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,9 +21,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import AgentSession
-from core import stores
-from core.text import lexical_terms, sparse_query_vector
-from core.vectorstore import SparseVector, VectorStoreError
+from core import hybrid, stores
+from core.text import lexical_terms
+from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import extract_mentions
 from memories.models import Entity, Memory, MemoryEntity, MemoryType
@@ -32,8 +31,6 @@ from memories.services import importance_weight, recency_score, time_decay
 
 logger = logging.getLogger(__name__)
 
-RRF_K = 20
-LEXICAL_WEIGHT = 1.0
 CANDIDATES_PER_SIGNAL = 100
 GRAPH_DEPTH = 2
 GRAPH_HOP_SCORES = {0: 1.0, 1: 0.6, 2: 0.3}
@@ -106,66 +103,45 @@ def search_memories(
     )
     notice = ""
     try:
-        signals = _signal_rankings(query, where)
+        store = mirror.memory_store()
+        rankings = hybrid.signal_rankings(
+            store, mirror.COLLECTION, query=query, where=where, limit=CANDIDATES_PER_SIGNAL
+        )
+        fused = hybrid.fuse([(rankings, hybrid.signal_weights(query, list(rankings)))])
     except VectorStoreError as exc:
         logger.warning("vector search unavailable, falling back to text match: %s", exc)
-        signals = {}
+        fused = hybrid.Fused()
         notice = f"The vector store is unavailable ({exc}); results come from a plain text match."
-    weights = _signal_weights(query, signals)
-    fused: dict[str, float] = defaultdict(float)
-    raw: dict[str, dict[str, float]] = defaultdict(dict)
-    for name, ranking in signals.items():
-        for rank, (memory_id, score) in enumerate(ranking, start=1):
-            fused[memory_id] += weights[name] / (RRF_K + rank)
-            raw[memory_id][name] = score
-    best_possible = sum(weights.values()) / (RRF_K + 1) or 1.0
+    relevance_by_id, raw, weights = fused.relevance, fused.raw, fused.weights
 
     graph = _graph_scores(user, query)
-    candidates = _load(user, set(fused) | set(graph), memory_types, min_importance, session, time_range, now)
+    candidates = _load(
+        user, set(relevance_by_id) | set(graph), memory_types, min_importance, session, time_range, now
+    )
     if notice:
         candidates.update(_text_match(user, query, memory_types, min_importance, session, time_range, now))
         for memory_id in candidates:
-            fused[memory_id] = _text_overlap(query, candidates[memory_id].content)
-        best_possible = 1.0
+            relevance_by_id[memory_id] = _text_overlap(query, candidates[memory_id].content)
 
     hits = []
     for memory_id, memory in candidates.items():
-        relevance = fused.get(memory_id, 0.0) / best_possible
+        relevance = relevance_by_id.get(memory_id, 0.0)
         graph_score = graph.get(memory_id, 0.0)
         if relevance <= 0 and graph_score <= 0:
             continue
-        hits.append(_shape(memory, relevance, graph_score, bool(graph), raw.get(memory_id, {}), now))
+        hits.append(_shape(memory, relevance, graph_score, bool(graph), raw.get(memory_id, {}), weights, now))
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return SearchResult(hits[:limit], notice)
 
 
-def _signal_rankings(query: str, where: dict) -> dict[str, list[tuple[str, float]]]:
-    store = mirror.memory_store()
-    rankings: dict[str, list[tuple[str, float]]] = {}
-    for space, vector in stores.embedding_set().embed_query(query).items():
-        hits = store.search(
-            mirror.COLLECTION, using=space, vector=vector.tolist(), limit=CANDIDATES_PER_SIGNAL, where=where
-        )
-        rankings[space] = [(hit.id, hit.score) for hit in hits]
-    sparse = SparseVector.from_pairs(sparse_query_vector(query))
-    if sparse:
-        hits = store.search(
-            mirror.COLLECTION, using=mirror.LEXICAL, vector=sparse, limit=CANDIDATES_PER_SIGNAL, where=where
-        )
-        rankings[mirror.LEXICAL] = [(hit.id, hit.score) for hit in hits]
-    return rankings
-
-
-def _signal_weights(query: str, signals: dict) -> dict[str, float]:
-    weights = {name: LEXICAL_WEIGHT for name in signals}
-    for space, weight in stores.embedding_set().query_weights(query).items():
-        if space in weights:
-            weights[space] = weight
-    return weights
-
-
 def _shape(
-    memory: Memory, relevance: float, graph: float, graph_applies: bool, raw: dict[str, float], now: datetime
+    memory: Memory,
+    relevance: float,
+    graph: float,
+    graph_applies: bool,
+    raw: dict[str, float],
+    weights: dict[str, float],
+    now: datetime,
 ) -> MemoryHit:
     age = now - memory.created_at
     recency = recency_score(age)
@@ -179,10 +155,10 @@ def _shape(
     else:
         base = 0.8 * relevance + 0.2 * recency
     weight = importance_weight(memory.importance)
-    dense = {name: score for name, score in raw.items() if name != mirror.LEXICAL}
+    dense = {name: score for name, score in raw.items() if name != hybrid.LEXICAL}
     scores = {
-        "dense": round(max(dense.values()), 4) if dense else 0.0,
-        "lexical": round(raw.get(mirror.LEXICAL, 0.0), 4),
+        "dense": round(hybrid.dense_score(raw, weights), 4),
+        "lexical": round(raw.get(hybrid.LEXICAL, 0.0), 4),
         "fused": round(relevance, 4),
         "recency": round(recency, 4),
         "decay": round(decay, 4),

@@ -5,7 +5,6 @@ call that wrote it returns (read-your-writes). If the vector store is down the r
 and the background task enqueued by the model signals, or `resync_mirrors`, syncs them later.
 """
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -486,10 +485,6 @@ def importance_weight(importance: float) -> float:
 
 def recency_score(age: timedelta) -> float:
     return 1.0 / (1.0 + max(age.total_seconds(), 0) / 86400)
-
-
-def is_finite_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 __all__ = [

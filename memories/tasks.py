@@ -30,7 +30,9 @@ def sync_memory(memory_id: str) -> str:
 @shared_task(name="memories.sync_unsynced")
 def sync_unsynced_memories(batch: int = 256) -> int:
     """Mirror memories left pending or failed, e.g. written by another process while this one held the store."""
-    ids = [str(pk) for pk in Memory.objects.exclude(mirror_state="synced").values_list("pk", flat=True)[:batch]]
+    ids = [
+        str(pk) for pk in Memory.objects.exclude(mirror_state="synced").values_list("pk", flat=True)[:batch]
+    ]
     if ids:
         mirror.sync_memories(ids)
     return len(ids)

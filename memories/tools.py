@@ -10,16 +10,13 @@ work with them. `user_id` names a Mnemo user (created on first use); everything 
 POST /api/v1/tools/memory runs the same `execute()` and returns its structured reply.
 """
 
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db.models import Avg, Count, Sum
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from core.models import ApiKey
+from core.tooling import Params, ToolInputError, ToolReply, parse_moment, tool_user
 from memories import services
 from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
@@ -36,119 +33,6 @@ COMMON_KEYS = {"action", "session_id"}
 EPISODE_KEYS = ("context", "outcome", "participants", "tags")
 IMAGE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp"})
 AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
-
-
-class ToolInputError(ValueError):
-    """A missing or malformed parameter; the message names it."""
-
-
-@dataclass
-class ToolReply:
-    ok: bool
-    text: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def tool_user(user_id: str):
-    """The Mnemo user a tool's `user_id` names, created (without a password) on first use."""
-    username = str(user_id).strip()
-    if not username or len(username) > 150:
-        raise ToolInputError("user_id must be a non-empty name of at most 150 characters")
-    user, created = get_user_model().objects.get_or_create(username=username)
-    if created:
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-    return user
-
-
-class Params:
-    """Typed access to a tool's parameter dict, with messages that name the parameter."""
-
-    def __init__(self, raw: dict[str, Any]):
-        self.raw = raw
-
-    def text(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
-        value = self.raw.get(name, default)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            if required:
-                raise ToolInputError(f"missing required parameter '{name}'")
-            return default
-        if not isinstance(value, str):
-            raise ToolInputError(f"parameter '{name}' must be a string, got {type(value).__name__}")
-        return value
-
-    def number(
-        self, name: str, default: float, *, low: float | None = None, high: float | None = None
-    ) -> float:
-        value = self.raw.get(name, default)
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}") from None
-        if not services.is_finite_number(value):
-            raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}")
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
-        return float(value)
-
-    def integer(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
-        value = self.raw.get(name, default)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ToolInputError(f"parameter '{name}' must be a whole number, got {value!r}")
-        if not low <= value <= high:
-            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
-        return value
-
-    def memory_type(self, name: str, default: str | None) -> str | None:
-        value = self.text(name, default)
-        if value is not None and value not in MemoryType.values:
-            raise ToolInputError(
-                f"parameter '{name}' must be one of {', '.join(MemoryType.values)}, got {value!r}"
-            )
-        return value
-
-    def memory_types(self) -> list[str] | None:
-        value = self.raw.get("memory_types", self.raw.get("memory_type"))
-        if value in (None, "", []):
-            return None
-        values = [value] if isinstance(value, str) else value
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ToolInputError("parameter 'memory_types' must be a type name or a list of them")
-        unknown = [v for v in values if v not in MemoryType.values]
-        if unknown:
-            raise ToolInputError(f"unknown memory type(s) {unknown}; valid: {', '.join(MemoryType.values)}")
-        return values
-
-    def time_range(self) -> tuple[datetime | None, datetime | None] | None:
-        value = self.raw.get("time_range")
-        if value in (None, "", []):
-            return None
-        if isinstance(value, dict):
-            value = [value.get("start"), value.get("end")]
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise ToolInputError("parameter 'time_range' must be [start, end] (ISO 8601, either may be null)")
-        return (_moment(value[0], "time_range[0]"), _moment(value[1], "time_range[1]"))
-
-
-def _moment(value: Any, name: str) -> datetime | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value, tz=timezone.UTC)
-    else:
-        moment = parse_datetime(str(value)) if isinstance(value, str) else None
-        if moment is None and isinstance(value, str) and len(value) == 10:
-            moment = parse_datetime(value + "T00:00:00")
-        if moment is None:
-            raise ToolInputError(f"parameter '{name}' is not an ISO 8601 date or time: {value!r}")
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.UTC)
 
 
 class MemoryTool:
@@ -218,7 +102,7 @@ class MemoryTool:
             importance=importance,
             session=self._session(),
             metadata=metadata,
-            created_at=_moment(params.raw.get("created_at"), "created_at"),
+            created_at=parse_moment(params.raw.get("created_at"), "created_at"),
             **detail,
         )
         self.conversation_count += 1

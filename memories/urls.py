@@ -4,4 +4,14 @@ from memories import views
 
 urlpatterns = [
     path("", views.memory_list, name="memory_list"),
+    path("bulk-delete/", views.memories_bulk_delete, name="memories_bulk_delete"),
+    path("forget/", views.memories_forget, name="memories_forget"),
+    path("sessions/", views.session_list, name="session_list"),
+    path("sessions/<uuid:pk>/", views.session_detail, name="session_detail"),
+    path("<uuid:pk>/", views.memory_detail, name="memory_detail"),
+    path("<uuid:pk>/row/", views.memory_row, name="memory_row"),
+    path("<uuid:pk>/edit/", views.memory_edit, name="memory_edit"),
+    path("<uuid:pk>/archive/", views.memory_archive, name="memory_archive"),
+    path("<uuid:pk>/restore/", views.memory_restore, name="memory_restore"),
+    path("<uuid:pk>/delete/", views.memory_delete, name="memory_delete"),
 ]

@@ -1,26 +1,419 @@
+"""The memory pages: browser, detail, sessions. Every query starts from request.user; writes go through services.
+
+The browser pages by keyset ("older than this created_at, id") instead of OFFSET and COUNT(*): each page is
+one index range scan of at most PAGE_SIZE + 1 rows, however many memories a user has.
+"""
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import groupby
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from memories.models import Entity, Memory, MemoryType, Relation
+from agents.models import AgentSession
+from memories import services
+from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
+from memories.models import EditVia, Entity, Memory, MemoryType, Relation
+from memories.retrieval import search_memories
 
 PAGE_SIZE = 50
+SEARCH_LIMIT = 50
+SESSIONS_PER_PAGE = 50
+TIMELINE_LIMIT = 1000
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+LIST_TEMPLATE = "memories/memory_list.html"
+
+
+# --- keyset pagination --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in the newest-first order: created_at to the microsecond, then id as the tie-break."""
+
+    created_at: datetime
+    pk: uuid.UUID
+
+    @classmethod
+    def of(cls, memory: Memory) -> "Cursor":
+        return cls(memory.created_at, memory.pk)
+
+    @classmethod
+    def parse(cls, value: str | None) -> "Cursor | None":
+        micros, _, pk = (value or "").partition("_")
+        try:
+            return cls(EPOCH + timedelta(microseconds=int(micros)), uuid.UUID(hex=pk))
+        except (ValueError, OverflowError):
+            return None
+
+    def __str__(self) -> str:
+        # Integer microseconds, not a float timestamp, so the cursor round-trips exactly.
+        return f"{(self.created_at - EPOCH) // timedelta(microseconds=1)}_{self.pk.hex}"
+
+    def older(self) -> Q:
+        # "<= and not (= and >=)" rather than "< or (= and <)": one range on the (user, -created_at) index.
+        return Q(created_at__lte=self.created_at) & ~Q(created_at=self.created_at, pk__gte=self.pk)
+
+    def newer(self) -> Q:
+        return Q(created_at__gte=self.created_at) & ~Q(created_at=self.created_at, pk__lte=self.pk)
+
+
+@dataclass
+class KeysetPage:
+    memories: list[Memory]
+    older: Cursor | None  # the cursor for "Older →", when there are older rows
+    newer: Cursor | None  # the cursor for "← Newer", when there are newer rows
+
+
+def keyset_page(memories: QuerySet, *, before: Cursor | None, after: Cursor | None) -> KeysetPage:
+    """At most two queries: the page itself (PAGE_SIZE + 1 rows) and an EXISTS for the other direction."""
+    if after is not None:
+        rows = list(memories.filter(after.newer()).order_by("created_at", "id")[: PAGE_SIZE + 1])
+        if len(rows) > PAGE_SIZE:
+            rows = rows[:PAGE_SIZE][::-1]
+            older = memories.filter(Cursor.of(rows[-1]).older()).exists()
+            return KeysetPage(rows, Cursor.of(rows[-1]) if older else None, Cursor.of(rows[0]))
+        before = None  # back at the newest rows: show a full first page rather than a short one
+    newest_first = memories.order_by("-created_at", "-id")
+    if before is not None:
+        newest_first = newest_first.filter(before.older())
+    rows = list(newest_first[: PAGE_SIZE + 1])
+    older = Cursor.of(rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
+    rows = rows[:PAGE_SIZE]
+    newer = None
+    if before is not None:
+        anchor = Cursor.of(rows[0]) if rows else before
+        newer = anchor if memories.filter(anchor.newer()).exists() else None
+    return KeysetPage(rows, older, newer)
+
+
+# --- the browser -------------------------------------------------------------------------------------------
+
+
+def _clean_query(query: QueryDict, *drop: str) -> QueryDict:
+    """The query without empty values (a submitted form sends every field) and without `drop`."""
+    clean = QueryDict(mutable=True)
+    for key, values in query.lists():
+        kept = [value for value in values if value.strip()]
+        if key not in drop and kept:
+            clean.setlist(key, kept)
+    return clean
+
+
+def _browse(request: HttpRequest, *, notice: str = "") -> dict:
+    """The context of the memory table for the filters in request.GET."""
+    form = MemoryFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters
+    user = request.user
+    context = {
+        "form": form,
+        "filters": filters,
+        "types": MemoryType.choices,
+        "query": _clean_query(request.GET, "before", "after"),
+        "notice": notice,
+        "forget_form": ForgetForm(),
+        "hits": None,
+        "page": None,
+    }
+    session = None
+    if "session" in filters:
+        session = AgentSession.objects.for_user(user).filter(key=filters["session"].strip()).first()
+        if session is None:
+            context["notice"] = notice or f"No session has the key “{filters['session']}”."
+            context["page"] = KeysetPage([], None, None)
+            return context
+    start, end = day_bounds(filters.get("date_from"), filters.get("date_to"))
+    if "q" in filters:
+        result = search_memories(
+            user=user,
+            query=filters["q"],
+            limit=SEARCH_LIMIT,
+            memory_types=[filters["type"]] if "type" in filters else None,
+            min_importance=filters.get("min_importance", 0.0),
+            session=session,
+            time_range=(start, end) if start or end else None,
+        )
+        high = filters.get("max_importance")
+        context["hits"] = [hit for hit in result.hits if high is None or hit.memory.importance <= high]
+        archived_note = "Search covers active memories only; archived ones are left out."
+        context["search_notice"] = " ".join(
+            text for text in (result.notice, archived_note if filters.get("archived") else "") if text
+        )
+        return context
+    memories = Memory.objects.for_user(user).select_related("session")
+    if "type" in filters:
+        memories = memories.filter(memory_type=filters["type"])
+    if session is not None:
+        memories = memories.filter(session=session)
+    if "min_importance" in filters:
+        memories = memories.filter(importance__gte=filters["min_importance"])
+    if "max_importance" in filters:
+        memories = memories.filter(importance__lte=filters["max_importance"])
+    if start:
+        memories = memories.filter(created_at__gte=start)
+    if end:
+        memories = memories.filter(created_at__lte=end)
+    memories = (
+        memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
+    )
+    context["page"] = keyset_page(
+        memories, before=Cursor.parse(request.GET.get("before")), after=Cursor.parse(request.GET.get("after"))
+    )
+    return context
+
+
+def _render_table(request: HttpRequest, context: dict) -> HttpResponse:
+    response = render(request, f"{LIST_TEMPLATE}#memory-table", context)
+    if request.method == "GET":
+        # Push the URL without the empty fields a submitted form sends along.
+        query = _clean_query(request.GET).urlencode()
+        push_url(response, f"{request.path}?{query}" if query else request.path)
+    return response
 
 
 @login_required
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
-    memories = Memory.objects.for_user(request.user).select_related("session")
-    memory_type = request.GET.get("type", "")
-    if memory_type in MemoryType.values:
-        memories = memories.filter(memory_type=memory_type)
-    page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
-    template = "memories/memory_list.html"
+    context = _browse(request)
     if request.htmx.target == "memory-table":
-        template += "#memory-table"
-    return render(request, template, {"page": page, "types": MemoryType.choices, "memory_type": memory_type})
+        return _render_table(request, context)
+    context["session_keys"] = AgentSession.objects.for_user(request.user).values_list("key", flat=True)[:100]
+    return render(request, LIST_TEMPLATE, context)
+
+
+def _back_to_list(request: HttpRequest) -> HttpResponseRedirect:
+    # The browser's filters travel in the action's query string; keep them for the page we return to.
+    query = _clean_query(request.GET).urlencode()
+    return redirect(f"{reverse('memory_list')}?{query}" if query else reverse("memory_list"))
+
+
+@login_required
+@require_POST
+def memories_bulk_delete(request: HttpRequest) -> HttpResponse:
+    ids = []
+    for value in request.POST.getlist("ids"):
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    if ids:
+        deleted = services.memories_delete(user=request.user, memory_ids=ids)
+        notice = f"Forgot {deleted} selected {'memory' if deleted == 1 else 'memories'}."
+    else:
+        notice = "Select at least one memory first."
+    if request.htmx:
+        return _render_table(request, _browse(request, notice=notice))
+    messages.info(request, notice)
+    return _back_to_list(request)
+
+
+@login_required
+@require_POST
+def memories_forget(request: HttpRequest) -> HttpResponse:
+    form = ForgetForm(request.POST)
+    if form.is_valid():
+        forgotten = services.memories_forget(user=request.user, **form.cleaned_data)
+        notice = f"Forgot {forgotten} {'memory' if forgotten == 1 else 'memories'} ({form.cleaned_data['strategy'].replace('_', ' ')})."
+    else:
+        errors = "; ".join(
+            f"{form[name].label if name in form.fields else 'Form'}: {' '.join(errs)}"
+            for name, errs in form.errors.items()
+        )
+        notice = f"Nothing was forgotten. {errors}"
+    if request.htmx:
+        response = _render_table(request, _browse(request, notice=notice))
+        if not form.is_valid():
+            response.status_code = 422
+        return response
+    messages.info(request, notice)
+    return _back_to_list(request)
+
+
+# --- one memory: row, inline edit, archive, delete, detail ----------------------------------------------------
+
+
+def _memory(request: HttpRequest, pk: uuid.UUID) -> Memory:
+    return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
+
+
+def _next_url(request: HttpRequest, default: str) -> str:
+    url = request.POST.get("next", "")
+    if url and url_has_allowed_host_and_scheme(url, {request.get_host()}, request.is_secure()):
+        return url
+    return default
+
+
+def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
+    """An htmx action from the browser's row (its id is the HX-Target), which gets the row partial back."""
+    return bool(request.htmx) and request.htmx.target == f"memory-{pk}"
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    # htmx would swap a followed redirect into the form that asked; make the browser navigate instead.
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@login_required
+@require_GET
+def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """One table row; "Cancel" in the inline form swaps this back in."""
+    return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": _memory(request, pk)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """Inline in the browser's row with htmx; a page of its own without JS (and from the detail page)."""
+    memory = _memory(request, pk)
+    form = MemoryEditForm(request.POST if request.method == "POST" else None, memory=memory)
+    if form.is_valid():
+        try:
+            memory = services.memory_update(
+                memory=memory, via=EditVia.PAGE, editor=request.user, **form.cleaned_data
+            )
+        except services.MemoryRequestError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if request.htmx:
+                return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory, "saved": True})
+            messages.success(request, "Memory saved.")
+            return redirect("memory_detail", pk=memory.pk)
+    status = 422 if form.is_bound else 200
+    if request.htmx:
+        return render(
+            request, f"{LIST_TEMPLATE}#memory-row-form", {"memory": memory, "form": form}, status=status
+        )
+    return render(request, "memories/memory_edit.html", {"memory": memory, "form": form}, status=status)
+
+
+def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> HttpResponse:
+    memory = services.memory_archive(
+        memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user, archived=archived
+    )
+    if _from_row(request, memory.pk):
+        return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
+    messages.success(request, "Memory archived." if archived else "Memory restored.")
+    return _redirect(request, _next_url(request, reverse("memory_detail", args=[memory.pk])))
+
+
+@login_required
+@require_POST
+def memory_archive(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    return _set_archived(request, pk, archived=True)
+
+
+@login_required
+@require_POST
+def memory_restore(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    return _set_archived(request, pk, archived=False)
+
+
+@login_required
+@require_POST
+def memory_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    memory = _memory(request, pk)
+    services.memories_delete(user=request.user, memory_ids=[memory.pk])
+    if _from_row(request, memory.pk):
+        return HttpResponse("")  # the row swaps itself out for nothing
+    messages.success(request, "Memory deleted.")
+    return _redirect(request, _next_url(request, reverse("memory_list")))
+
+
+def _change_rows(changes: object) -> list[tuple[str, str, str]]:
+    """(field, old, new) rows of an edit record, which stores {"field": [old, new]}."""
+    if not isinstance(changes, dict):
+        return [("?", "—", _shown(changes))]
+    rows = []
+    for field, pair in sorted(changes.items()):
+        old, new = pair if isinstance(pair, list) and len(pair) == 2 else (None, pair)
+        rows.append((str(field), _shown(old), _shown(new)))
+    return rows
+
+
+def _shown(value: object) -> str:
+    """An edit record's value as text: strings as they are, lists and dicts as JSON, nothing as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+@login_required
+@require_GET
+def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    memory = _memory(request, pk)
+    context = {
+        "memory": memory,
+        "metadata": json.dumps(memory.metadata, indent=2, ensure_ascii=False, sort_keys=True),
+        "entity_links": memory.entity_links.select_related("entity").order_by("entity__name"),
+        "edits": [
+            (edit, _change_rows(edit.changes)) for edit in memory.edits.select_related("editor", "api_key")
+        ],
+        "is_expired": memory.expires_at is not None and memory.expires_at <= timezone.now(),
+    }
+    return render(request, "memories/memory_detail.html", context)
+
+
+# --- sessions ----------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    sessions = AgentSession.objects.for_user(request.user).order_by("-started_at", "key")
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    # Count memories for this page's sessions only, with one grouped query on the (user, session) index.
+    counts = dict(
+        Memory.objects.for_user(request.user)
+        .filter(session__in=[session.pk for session in page])
+        .values_list("session")
+        .annotate(n=Count("id"))
+        .values_list("session", "n")
+    )
+    for session in page:
+        session.memory_count = counts.get(session.pk, 0)
+    template = "memories/session_list.html"
+    if request.htmx.target == "session-table":
+        template += "#session-table"
+    return render(request, template, {"page": page})
+
+
+@login_required
+@require_GET
+def session_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    session = get_object_or_404(AgentSession.objects.for_user(request.user), pk=pk)
+    memories = list(
+        Memory.objects.for_user(request.user)
+        .filter(session=session)
+        .order_by("created_at", "id")[: TIMELINE_LIMIT + 1]
+    )
+    truncated = len(memories) > TIMELINE_LIMIT
+    days = [
+        (day, list(group))
+        for day, group in groupby(memories[:TIMELINE_LIMIT], key=lambda m: timezone.localdate(m.created_at))
+    ]
+    context = {
+        "session": session,
+        "days": days,
+        "memory_total": len(memories[:TIMELINE_LIMIT]),
+        "truncated": truncated,
+        "timeline_limit": TIMELINE_LIMIT,
+    }
+    return render(request, "memories/session_detail.html", context)
 
 
 @login_required

@@ -27,6 +27,7 @@ def test_layout_navigation_reaches_every_section(logged_in):
     for label, name in [
         ("Dashboard", "dashboard"),
         ("Memories", "memory_list"),
+        ("Sessions", "session_list"),
         ("Graph", "graph"),
         ("Knowledge", "library"),
         ("Chat", "chat"),
