@@ -3,12 +3,21 @@
 from django.http import HttpRequest
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError
+from ninja.renderers import JSONRenderer
 
 from core.auth import API_AUTH
 from core.health import run_checks
+from knowledge.services import KnowledgeError
 from memories.services import MemoryRequestError
 
+
+class UnicodeJSONRenderer(JSONRenderer):
+    # Chinese memories stay readable in curl output and logs instead of \uXXXX escapes.
+    json_dumps_params = {"ensure_ascii": False}
+
+
 api = NinjaAPI(
+    renderer=UnicodeJSONRenderer(),
     title="Mnemo API",
     version="1",
     description=(
@@ -24,6 +33,13 @@ api = NinjaAPI(
 api.add_router("/memories/", "memories.api.router")
 api.add_router("/sessions/", "memories.api.sessions_router")
 api.add_router("/tools/", "memories.api.tools_router")
+api.add_router("/", "knowledge.api.router")
+api.add_router("/tools/", "knowledge.api.tools_router")
+
+
+@api.exception_handler(KnowledgeError)
+def knowledge_refused(request: HttpRequest, exc: KnowledgeError):
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status)
 
 
 @api.exception_handler(MemoryRequestError)

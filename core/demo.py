@@ -1,14 +1,13 @@
 """The demo login and the tutorial's examples, loaded into an empty instance by `make run`."""
 
-import hashlib
 import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from core.text import count_tokens
-from knowledge.models import Chunk, Document, DocumentStatus
+from knowledge.models import Document
+from knowledge.services import document_create_from_text
 from memories.models import Memory, MemoryType
 from memories.services import memory_create, session_for_key
 
@@ -65,24 +64,6 @@ def load_demo_data(user) -> bool:
             user=user, content=content, memory_type=memory_type, importance=importance, session=session
         )
     for name, text in DEMO_TEXTS:
-        document = Document.objects.create(
-            user=user,
-            namespace="default",
-            title=name,
-            original_name=f"{name}.txt",
-            sha256=hashlib.sha256(text.encode()).hexdigest(),
-            mime="text/plain",
-            size=len(text.encode()),
-            status=DocumentStatus.READY,
-            progress=100,
-            markdown=text,
-        )
-        Chunk.objects.create(
-            document=document,
-            user=user,
-            namespace="default",
-            ordinal=0,
-            text=text,
-            token_count=count_tokens(text),
-        )
+        # Through the real pipeline, in this process, so the demo is searchable as soon as `make run` serves.
+        document_create_from_text(user=user, text=text, title=name, background=False)
     return True

@@ -4,7 +4,7 @@ from django.core.management import call_command
 from knowledge.models import Document
 from memories.models import Memory
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
@@ -21,6 +21,7 @@ def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
     contents = set(Memory.objects.values_list("content", flat=True))
     assert "李四是前端工程师，擅长React和Vue.js开发" in contents
     assert Document.objects.count() == 3
+    assert set(Document.objects.values_list("status", flat=True)) == {"ready"}
 
     call_command("setup_demo")
     second = capsys.readouterr().out

@@ -1,0 +1,91 @@
+"""The optional LLM: any OpenAI-compatible chat API named by LLM_BASE_URL / LLM_API_KEY / LLM_MODEL.
+
+Everything that uses it (MQE, HyDE, `ask`, chat) must work without it, so `get_llm()` returns None when it is not
+configured, and every provider failure becomes an LLMError whose message names the setting to check.
+"""
+
+import time
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+
+
+class LLMError(Exception):
+    """The LLM provider failed; str(e) is fit to show a user."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+    tool_calls: list[Any]
+    raw: Any = None
+
+
+class LLMClient:
+    def __init__(self, base_url: str, api_key: str, model: str, timeout: float, max_retries: int = 2):
+        from openai import OpenAI
+
+        self.base_url = base_url
+        self.model = model
+        self.client = OpenAI(
+            base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
+        )
+
+    def complete(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any) -> Completion:
+        import openai
+
+        started = time.perf_counter()
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=temperature, **kwargs
+            )
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
+        except openai.AuthenticationError as exc:
+            raise LLMError(f"the LLM provider refused LLM_API_KEY ({exc.status_code})") from exc
+        except openai.NotFoundError as exc:
+            raise LLMError(
+                f"the LLM provider does not know LLM_MODEL={self.model} or the URL is wrong"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
+        if not response.choices:
+            raise LLMError("the LLM returned no choices")
+        message = response.choices[0].message
+        usage = response.usage
+        return Completion(
+            text=message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            latency_ms=round((time.perf_counter() - started) * 1000),
+            tool_calls=list(message.tool_calls or []),
+            raw=response,
+        )
+
+    def ask(self, system: str, user: str, **kwargs: Any) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return self.complete(messages, **kwargs).text.strip()
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def get_llm() -> LLMClient | None:
+    if not settings.LLM_BASE_URL:
+        return None
+    return _client(settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_TIMEOUT)
+
+
+@cache
+def _client(base_url: str, api_key: str, model: str, timeout: float) -> LLMClient:
+    return LLMClient(base_url, api_key, model, timeout)

@@ -1,0 +1,286 @@
+"""Documents, chunks, knowledge search/ask and the RAG tool over the JSON API, scoped to the key's owner."""
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja.errors import HttpError
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from core.auth import require_write
+from knowledge import services
+from knowledge.models import Chunk, Document
+from knowledge.search import ask, search_chunks
+from knowledge.tools import RAGTool
+
+router = Router(tags=["knowledge"])
+tools_router = Router(tags=["tools"])
+
+LLM_COST = (
+    " `mqe` (multi-query expansion) adds one LLM call and a search per extra query; `hyde` adds one LLM call. "
+    "Both run only when an LLM is configured (LLM_BASE_URL); otherwise the notice says they were skipped."
+)
+
+
+class DocumentOut(Schema):
+    id: UUID
+    title: str
+    namespace: str
+    original_name: str
+    mime: str
+    size: int
+    sha256: str
+    status: str
+    progress: int
+    error: str
+    chunk_size: int
+    chunk_overlap: int
+    chunk_count: int
+    created_at: datetime
+    ready_at: datetime | None
+
+    @staticmethod
+    def resolve_chunk_count(document: Document) -> int:
+        return getattr(document, "chunk_count", None) or document.chunks.count()
+
+
+class DocumentDetailOut(DocumentOut):
+    markdown: str
+
+
+class UploadOut(DocumentOut):
+    duplicate: bool
+
+
+class StatusOut(Schema):
+    id: UUID
+    status: str
+    progress: int
+    error: str
+
+
+class ChunkOut(Schema):
+    id: UUID
+    document_id: UUID
+    ordinal: int
+    heading_path: str
+    text: str
+    token_count: int
+    mirror_state: str
+
+
+class KnowledgeSearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=10_000)
+    namespaces: list[str] = Field(default_factory=lambda: ["default"])
+    limit: int = Field(5, ge=1, le=50)
+    min_score: float = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
+    mqe: bool = False
+    hyde: bool = False
+
+
+class ChunkHitOut(Schema):
+    chunk_id: UUID
+    document_id: UUID
+    document_title: str
+    heading_path: str
+    ordinal: int
+    text: str
+    score: float
+    scores: dict[str, float]
+
+
+class KnowledgeSearchOut(Schema):
+    results: list[ChunkHitOut]
+    notice: str
+    queries: list[str]
+
+
+class AskIn(KnowledgeSearchIn):
+    max_chars: int = Field(1200, ge=100, le=20_000, description="Characters of each cited passage.")
+
+
+class CitationOut(Schema):
+    n: int
+    chunk_id: UUID
+    document_id: UUID
+    document_title: str
+    heading_path: str
+    ordinal: int
+    score: float
+    text: str
+
+
+class AskOut(Schema):
+    answer: str
+    citations: list[CitationOut]
+    llm_used: bool
+    notice: str
+
+
+class ToolOut(Schema):
+    ok: bool
+    text: str
+    data: dict[str, Any]
+
+
+class DocumentFilter(Schema):
+    namespace: str | None = None
+    status: (
+        Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled"] | None
+    ) = None
+
+
+def _owner(request: HttpRequest):
+    return request.auth.user
+
+
+def _document(request: HttpRequest, document_id: UUID) -> Document:
+    return get_object_or_404(Document, pk=document_id, user=_owner(request))
+
+
+@router.post("/documents", response={201: UploadOut, 200: UploadOut}, summary="Upload a document")
+def upload_document(
+    request: HttpRequest,
+    file: File[UploadedFile],
+    namespace: Form[str] = "default",
+    chunk_size: Form[int] = 800,
+    chunk_overlap: Form[int] = 100,
+    wait: Form[bool] = False,
+):
+    """Multipart upload (pdf, docx, xlsx, pptx, html, csv, json, epub, txt, md; images give metadata only unless an
+    LLM is configured). Ingestion runs in the background: poll GET /documents/{id}/status, or send wait=true to get
+    the answer once the document is searchable. The same file again in the namespace answers 200 with the existing
+    document and duplicate=true."""
+    require_write(request)
+    accepted = services.document_create(
+        user=_owner(request),
+        file=file,
+        namespace=namespace,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        background=not wait,
+    )
+    document = Document.objects.get(pk=accepted.document.pk)
+    document.duplicate = not accepted.created
+    return Status(201 if accepted.created else 200, document)
+
+
+@router.get("/documents", response=list[DocumentOut], summary="List documents")
+@paginate(LimitOffsetPagination)
+def list_documents(request: HttpRequest, filters: Query[DocumentFilter]):
+    from django.db.models import Count
+
+    documents = Document.objects.for_user(_owner(request)).annotate(chunk_count=Count("chunks"))
+    if filters.namespace:
+        documents = documents.filter(namespace=filters.namespace)
+    if filters.status:
+        documents = documents.filter(status=filters.status)
+    return documents
+
+
+@router.get(
+    "/documents/{uuid:document_id}", response=DocumentDetailOut, summary="A document with its Markdown"
+)
+def get_document(request: HttpRequest, document_id: UUID):
+    return _document(request, document_id)
+
+
+@router.get(
+    "/documents/{uuid:document_id}/status", response=StatusOut, summary="Ingestion state and progress"
+)
+def get_document_status(request: HttpRequest, document_id: UUID):
+    return _document(request, document_id)
+
+
+@router.delete(
+    "/documents/{uuid:document_id}", response={204: None}, summary="Delete a document, its chunks and vectors"
+)
+def delete_document(request: HttpRequest, document_id: UUID):
+    require_write(request)
+    services.document_delete(document=_document(request, document_id))
+    return Status(204, None)
+
+
+@router.post(
+    "/documents/{uuid:document_id}/retry",
+    response=StatusOut,
+    summary="Ingest a failed or cancelled document again",
+)
+def retry_document(request: HttpRequest, document_id: UUID):
+    require_write(request)
+    return services.document_retry(document=_document(request, document_id))
+
+
+@router.post(
+    "/documents/{uuid:document_id}/cancel", response=StatusOut, summary="Cancel an ingestion in progress"
+)
+def cancel_document(request: HttpRequest, document_id: UUID):
+    require_write(request)
+    return services.document_cancel(document=_document(request, document_id))
+
+
+@router.get("/documents/{uuid:document_id}/chunks", response=list[ChunkOut], summary="A document's chunks")
+@paginate(LimitOffsetPagination)
+def list_chunks(request: HttpRequest, document_id: UUID):
+    return Chunk.objects.filter(document=_document(request, document_id)).order_by("ordinal")
+
+
+@router.post("/knowledge/search", response=KnowledgeSearchOut, summary="Hybrid search over chunks")
+def knowledge_search(request: HttpRequest, payload: KnowledgeSearchIn):
+    result = search_chunks(user=_owner(request), **payload.dict())
+    results = [
+        {
+            "chunk_id": hit.chunk.pk,
+            "document_id": hit.chunk.document_id,
+            "document_title": hit.chunk.document.title,
+            "heading_path": hit.chunk.heading_path,
+            "ordinal": hit.chunk.ordinal,
+            "text": hit.chunk.text,
+            "score": hit.score,
+            "scores": hit.scores,
+        }
+        for hit in result.hits
+    ]
+    return {"results": results, "notice": result.notice, "queries": result.queries}
+
+
+knowledge_search.__doc__ = "Dense + lexical fused per namespace, filtered by min_score." + LLM_COST
+
+
+@router.post("/knowledge/ask", response=AskOut, summary="Answer with numbered citations")
+def knowledge_ask(request: HttpRequest, payload: AskIn):
+    data = payload.dict()
+    answer = ask(user=_owner(request), question=data.pop("query"), **data)
+    return {
+        "answer": answer.text,
+        "citations": answer.citations,
+        "llm_used": answer.llm_used,
+        "notice": answer.notice,
+    }
+
+
+knowledge_ask.__doc__ = (
+    "An answer citing passages as [1], [2] with the chunks and documents behind each number; without an LLM, "
+    "the best passages with the same citations and a notice." + LLM_COST
+)
+
+
+@tools_router.post("/rag", response=ToolOut, summary="Hello-Agents' RAGTool.run({...})")
+def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
+    """The same dict RAGTool.run takes: {"action": "add_text"|"search"|"ask"|"stats"|"clear", "namespace": ...}.
+    add_document needs a server path, so over the API upload to POST /api/v1/documents instead."""
+    if payload.get("action") in {"add_document", "add_text", "clear"}:
+        require_write(request)
+    namespace = payload.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise HttpError(422, "namespace must be a string")
+    try:
+        tool = RAGTool(
+            rag_namespace=namespace, user_id=_owner(request).get_username(), allow_file_paths=False
+        )
+    except services.KnowledgeError as exc:
+        raise HttpError(422, str(exc)) from None
+    return tool.execute(payload).__dict__

@@ -1,0 +1,480 @@
+"""Markdown to heading-aware paragraphs to token-bounded chunks with overlap; pure functions, no Django.
+
+Token counts come from core.text.count_tokens (the offline WordPiece tokenizer: about one token per Chinese
+character). Each text is counted once per call through a small cache, and the count stored on a chunk is that
+of its final text, so ``token_count <= chunk_size`` holds for the text that is embedded.
+
+Why this terminates (the original chunker looped forever on a short paragraph followed by one of more than
+chunk_size - overlap tokens): paragraphs are first cut into units of at most chunk_size tokens, and every
+iteration of the packing loop emits one chunk that contains at least one new unit, so the loop runs at most
+once per unit. The overlap is a prefix copied from the previous chunk and is shrunk, down to nothing, until the
+first new unit fits; it is never a reason to emit a chunk.
+
+Chunks stay within one section (one heading path), so a chunk's heading_path describes all of its text; the
+overlap therefore also comes only from the same section.
+"""
+
+import re
+from dataclasses import dataclass
+
+from core.text import count_tokens
+
+MIN_CHUNK_SIZE = 50
+# WordPiece maps a "word" over 100 characters to a single [UNK] token, so a base64 blob or a long URL counts as
+# one token. Bounding characters per token keeps such text from producing megabyte chunks; ordinary prose
+# averages 3-5 characters per token and code a little less, so this bound never bites on them.
+MAX_CHARS_PER_TOKEN = 8
+MAX_HEADING_PATH = 500  # knowledge.Chunk.heading_path
+_MAX_HEADING_TITLE = 120
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    heading_path: str
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    text: str
+    heading_path: str
+    token_count: int
+    ordinal: int
+
+
+# --- Paragraphs ----------------------------------------------------------------------------------------------------
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def split_paragraphs(markdown: str) -> list[Paragraph]:
+    """Blank-line separated blocks with the path of the headings above them ("Guide > Install > Linux").
+
+    ATX headings (and setext headings under a single line) move the heading stack and are not paragraphs
+    themselves. A fenced code block is one block even when it holds blank lines or lines starting with "#";
+    a fence left open runs to the end of the document, as CommonMark says.
+    """
+    paragraphs: list[Paragraph] = []
+    stack: list[tuple[int, str]] = []
+    block: list[str] = []
+    fence = ""
+
+    def path() -> str:
+        return _heading_path([title for _, title in stack])
+
+    def flush() -> None:
+        text = "\n".join(block).strip("\n")
+        if text.strip():
+            paragraphs.append(Paragraph(text=text, heading_path=path()))
+        block.clear()
+
+    def push(level: int, title: str) -> None:
+        stack[:] = [entry for entry in stack if entry[0] < level]
+        if title:
+            stack.append((level, title))
+
+    for line in markdown.splitlines():
+        if fence:
+            block.append(line)
+            if _closes(line, fence):
+                fence = ""
+            continue
+        fence = _fence_marker(line)
+        if fence:
+            block.append(line)
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            flush()
+            push(len(heading.group(1)), _heading_title(heading.group(2) or ""))
+            continue
+        setext = _SETEXT.match(line)
+        if setext and len(block) == 1 and not block[0].lstrip().startswith(("|", "-", "*", "+", ">")):
+            title = _heading_title(block[0])
+            block.clear()
+            push(1 if setext.group(1)[0] == "=" else 2, title)
+            continue
+        if not line.strip():
+            flush()
+            continue
+        block.append(line)
+    flush()
+    return paragraphs
+
+
+def _heading_title(text: str) -> str:
+    text = _LINK_TEXT.sub(r"\1", text)
+    text = " ".join(text.replace("**", "").replace("__", "").replace("`", "").split())
+    return text[:_MAX_HEADING_TITLE]
+
+
+def _heading_path(titles: list[str]) -> str:
+    joined = " > ".join(titles)
+    while len(joined) > MAX_HEADING_PATH and len(titles) > 1:
+        titles = titles[1:]  # the innermost headings say the most about the text
+        joined = "… > " + " > ".join(titles)
+    return joined[:MAX_HEADING_PATH]
+
+
+# --- Chunks --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A piece of a paragraph that is never cut when packing (but may lend a suffix to the next overlap)."""
+
+    text: str
+    tokens: int
+    section: int
+    # What joins it to the unit before it in the same chunk: "\n\n" between paragraphs, "\n" between blocks of a
+    # paragraph (text, fence, table), "" between the lossless pieces of one block (their spaces are in them).
+    separator: str
+    # Code and table pieces are whole Markdown blocks: a suffix of one would leave a fence unbalanced.
+    divisible: bool
+
+
+class _Counter:
+    """count_tokens with a cache for one chunking call (the same sentence is looked at by several steps)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = count_tokens(text)
+        return known
+
+
+def chunk_paragraphs(
+    paragraphs: list[Paragraph], chunk_size: int = 800, chunk_overlap: int = 100
+) -> list[ChunkSpec]:
+    """Pack paragraphs into chunks of at most ``chunk_size`` tokens, each repeating ~``chunk_overlap`` tokens.
+
+    Paragraphs are kept whole when they fit in a chunk; a larger one is cut at sentence ends (。！？； and
+    .!? followed by a space), then at line breaks, clauses and spaces, and as a last resort by characters, into
+    pieces of at most chunk_size - chunk_overlap tokens, so the overlap still fits in front of them. Oversized
+    code blocks are cut between lines and each piece is fenced again; oversized tables repeat their header.
+
+    A chunk after another one in the same section starts with the end of the previous chunk: the whole trailing
+    paragraphs and sentences that fit in chunk_overlap, topped up with the tail of the sentence before them
+    (cut at a space where there is one) while they give less than half of it. Code and table pieces are only
+    repeated whole.
+    """
+    _check_sizes(chunk_size, chunk_overlap)
+    count = _Counter()
+    units, paths = _units(paragraphs, chunk_size, chunk_overlap, count)
+    max_chars = chunk_size * MAX_CHARS_PER_TOKEN
+    chunks: list[ChunkSpec] = []
+    previous: list[_Unit] = []
+    index = 0
+    while index < len(units):
+        first = units[index]
+        tail: list[_Unit] = []
+        if chunk_overlap and previous and previous[-1].section == first.section:
+            budget = min(chunk_overlap, chunk_size - first.tokens)
+            char_budget = min(chunk_overlap * MAX_CHARS_PER_TOKEN, max_chars - len(first.text))
+            tail = _overlap(previous, budget, char_budget, count)
+        # Progress: every chunk takes at least this unit, so the loop runs at most len(units) times.
+        body = [first]
+        index += 1
+        tokens = sum(unit.tokens for unit in tail) + first.tokens
+        chars = sum(len(unit.text) for unit in tail) + len(first.text)
+        while index < len(units):
+            unit = units[index]
+            if (
+                unit.section != first.section
+                or tokens + unit.tokens > chunk_size
+                or chars + len(unit.text) > max_chars
+            ):
+                break
+            body.append(unit)
+            tokens += unit.tokens
+            chars += len(unit.text)
+            index += 1
+        text = _join(tail + body)
+        actual = count(text)
+        # Unit counts add up exactly wherever units meet at a space or punctuation, but two halves of a word
+        # cut by characters may count differently once joined again: check the final text and give back units.
+        while actual > chunk_size and (len(body) > 1 or tail):
+            if len(body) > 1:
+                body.pop()
+                index -= 1
+            else:
+                tail = []
+            text = _join(tail + body)
+            actual = count(text)
+        chunks.append(
+            ChunkSpec(text=text, heading_path=paths[first.section], token_count=actual, ordinal=len(chunks))
+        )
+        previous = tail + body
+    return chunks
+
+
+def _check_sizes(chunk_size: int, chunk_overlap: int) -> None:
+    for name, value in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{name} must be a whole number of tokens, got {value!r}")
+    if chunk_size < MIN_CHUNK_SIZE:
+        raise ValueError(f"chunk_size must be at least {MIN_CHUNK_SIZE} tokens, got {chunk_size}")
+    if not 0 <= chunk_overlap < chunk_size / 2:
+        raise ValueError(
+            f"chunk_overlap must be at least 0 and less than half of chunk_size ({chunk_size}), got {chunk_overlap}"
+        )
+
+
+def _units(
+    paragraphs: list[Paragraph], chunk_size: int, chunk_overlap: int, count: _Counter
+) -> tuple[list[_Unit], list[str]]:
+    """Paragraphs as units of at most chunk_size tokens, and the heading path of each section number."""
+    limit = chunk_size - chunk_overlap
+    char_limit = limit * MAX_CHARS_PER_TOKEN
+    units: list[_Unit] = []
+    paths: list[str] = []
+    for paragraph in paragraphs:
+        text = paragraph.text.strip("\n").rstrip()
+        if not text.strip():
+            continue
+        if not paths or paths[-1] != paragraph.heading_path:
+            paths.append(paragraph.heading_path)
+        section = len(paths) - 1
+        blocks = _blocks(text)
+        tokens = count(text)
+        if tokens == 0:  # zero-width characters and the like: nothing to embed
+            continue
+        if tokens <= chunk_size and len(text) <= chunk_size * MAX_CHARS_PER_TOKEN:
+            divisible = all(kind == "prose" for kind, _ in blocks)
+            units.append(_Unit(text, tokens, section, "\n\n", divisible))
+            continue
+        separator = "\n\n"
+        for kind, block in blocks:
+            if kind == "prose":
+                pieces = _segments(block, limit, char_limit, count)
+                joiner = ""
+            else:
+                pieces = _wrapped_pieces(kind, block, limit, char_limit, count)
+                joiner = "\n"
+            for piece in pieces:
+                units.extend(_bounded(piece, section, separator, kind == "prose", limit, char_limit, count))
+                separator = joiner
+            separator = "\n"
+    return units, paths
+
+
+def _bounded(
+    text: str, section: int, separator: str, divisible: bool, limit: int, char_limit: int, count: _Counter
+) -> list[_Unit]:
+    """The unit for ``text``, or, should it still be over the limit, its pieces cut by characters."""
+    tokens = count(text)
+    if tokens <= limit and len(text) <= char_limit:
+        return [_Unit(text, tokens, section, separator, divisible)]
+    pieces = _hard_split(text, limit, char_limit, count)
+    return [
+        _Unit(piece, count(piece), section, separator if position == 0 else "", divisible)
+        for position, piece in enumerate(pieces)
+    ]
+
+
+def _fence_marker(line: str) -> str:
+    opening = _FENCE.match(line)
+    if opening and not (opening.group(1)[0] == "`" and "`" in line.strip()[len(opening.group(1)) :]):
+        return opening.group(1)
+    return ""
+
+
+def _closes(line: str, marker: str) -> bool:
+    stripped = line.strip()
+    return (
+        len(stripped) >= len(marker) and set(stripped) == {marker[0]} and len(line) - len(line.lstrip()) < 4
+    )
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """A paragraph as ("prose" | "fence" | "table", text) blocks in order."""
+    blocks: list[tuple[str, str]] = []
+    current: list[str] = []
+    current_kind = ""
+    lines = text.split("\n")
+    position = 0
+    while position < len(lines):
+        line = lines[position]
+        marker = _fence_marker(line)
+        if marker:
+            if current:
+                blocks.append((current_kind, "\n".join(current)))
+                current, current_kind = [], ""
+            end = position + 1
+            while end < len(lines) and not _closes(lines[end], marker):
+                end += 1
+            blocks.append(("fence", "\n".join(lines[position : end + 1])))
+            position = end + 1
+            continue
+        kind = "table" if line.lstrip().startswith("|") else "prose"
+        if current and kind != current_kind:
+            blocks.append((current_kind, "\n".join(current)))
+            current = []
+        current_kind = kind
+        current.append(line)
+        position += 1
+    if current:
+        blocks.append((current_kind, "\n".join(current)))
+    return blocks
+
+
+# Lossless cuts: each pattern matches the end of a piece, spaces included, so "".join(pieces) == text.
+_SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)\"'\]]*\s*|[.!?]+[”’)\"'\]]*\s+")
+_LINE_END = re.compile(r"\n")
+_CLAUSE_END = re.compile(r"[，、：]\s*|[,;:]\s+")
+_SPACE = re.compile(r"\s+")
+_CUTS = (_SENTENCE_END, _LINE_END, _CLAUSE_END, _SPACE)
+
+
+def _cut(text: str, pattern: re.Pattern) -> list[str]:
+    ends = [match.end() for match in pattern.finditer(text) if 0 < match.end() < len(text)]
+    bounds = [0, *ends, len(text)]
+    return [text[start:end] for start, end in zip(bounds, bounds[1:], strict=False) if end > start]
+
+
+def _segments(text: str, limit: int, char_limit: int, count: _Counter, level: int = 0) -> list[str]:
+    """Lossless pieces of prose within the limits: sentences, then lines, clauses, words, characters."""
+    if len(text) <= char_limit and count(text) <= limit:
+        return [text]
+    if level == len(_CUTS):
+        return _hard_split(text, limit, char_limit, count)
+    pieces = _cut(text, _CUTS[level])
+    if len(pieces) == 1:
+        return _segments(text, limit, char_limit, count, level + 1)
+    return [segment for piece in pieces for segment in _segments(piece, limit, char_limit, count, level + 1)]
+
+
+def _hard_split(text: str, limit: int, char_limit: int, count: _Counter) -> list[str]:
+    """Lossless pieces of at most ``limit`` tokens, each the longest prefix found by bisection (at least 1 char)."""
+    pieces = []
+    rest = text
+    while rest:
+        if len(rest) <= char_limit and count(rest) <= limit:
+            pieces.append(rest)
+            break
+        low, high = 1, min(len(rest), char_limit)
+        while low < high:  # every accepted length was counted, so the piece is within the limit
+            middle = (low + high + 1) // 2
+            if count(rest[:middle]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        pieces.append(rest[:low])
+        rest = rest[low:]
+    return pieces
+
+
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
+
+
+def _wrapped_pieces(kind: str, block: str, limit: int, char_limit: int, count: _Counter) -> list[str]:
+    """An oversized code block or table cut between lines; every piece is a whole block again.
+
+    Code pieces get the opening and closing fence lines, table pieces the header row and its rule.
+    """
+    lines = block.split("\n")
+    if kind == "fence":
+        marker = _fence_marker(lines[0])
+        closed = len(lines) > 1 and _closes(lines[-1], marker)
+        opening = lines[0] if count(lines[0]) <= limit // 4 else marker  # an absurd info string goes
+        head, body, foot = [opening], lines[1 : -1 if closed else None], [lines[-1] if closed else marker]
+    else:
+        has_rule = len(lines) > 2 and _TABLE_RULE.match(lines[1]) is not None
+        head, body, foot = (lines[:2] if has_rule else []), lines[2 if has_rule else 0 :], []
+    wrapper = "\n".join(head + foot)
+    budget = limit - count(wrapper)
+    char_budget = char_limit - len(wrapper) - 2
+    if budget < limit // 2 or char_budget < char_limit // 2:  # a header larger than the rows: cut as text
+        return _segments(block, limit, char_limit, count, level=1)
+    rows: list[str] = []
+    for line in body:  # a line over the budget (minified code, a giant cell) is cut into several lines
+        rows.extend(_segments(line, budget, char_budget, count, level=3) if line else [line])
+    pieces: list[str] = []
+    group: list[str] = []
+    tokens = chars = 0
+    for row in rows:
+        row_tokens = count(row)
+        if group and (tokens + row_tokens > budget or chars + len(row) + 1 > char_budget):
+            pieces.append("\n".join(head + group + foot))
+            group, tokens, chars = [], 0, 0
+        group.append(row)
+        tokens += row_tokens
+        chars += len(row) + 1
+    if group:
+        pieces.append("\n".join(head + group + foot))
+    return pieces
+
+
+def _overlap(previous: list[_Unit], budget: int, char_budget: int, count: _Counter) -> list[_Unit]:
+    """The end of the previous chunk within the budgets, as units (the first may be a suffix of a unit)."""
+    picked: list[_Unit] = []
+    tokens = chars = 0
+    for unit in reversed(previous):
+        if tokens + unit.tokens <= budget and chars + len(unit.text) <= char_budget:
+            picked.append(unit)
+            tokens += unit.tokens
+            chars += len(unit.text)
+            continue
+        if unit.divisible:
+            suffix = _suffix(unit.text, budget - tokens, char_budget - chars, budget // 2 - tokens, count)
+            if suffix:
+                picked.append(_Unit(suffix, count(suffix), unit.section, unit.separator, True))
+        break
+    return picked[::-1]
+
+
+def _suffix(text: str, room: int, char_room: int, wanted: int, count: _Counter) -> str:
+    """Whole trailing sentences of ``text`` that fit; if they give fewer than ``wanted`` tokens, more characters."""
+    if room <= 0 or char_room <= 0:
+        return ""
+    sentences = _cut(text, _SENTENCE_END)
+    start = len(sentences)
+    used = chars = 0
+    while start > 0:
+        sentence = sentences[start - 1]
+        if used + count(sentence) > room or chars + len(sentence) > char_room:
+            break
+        start -= 1
+        used += count(sentence)
+        chars += len(sentence)
+    whole = "".join(sentences[start:])
+    if used >= wanted or start == 0:
+        return whole.strip()
+    partial = _tail_chars(sentences[start - 1], room - used, char_room - chars, count)
+    return (partial + whole).strip()
+
+
+def _tail_chars(text: str, room: int, char_room: int, count: _Counter) -> str:
+    """The longest suffix of ``text`` within the limits (by bisection), not starting inside a Latin word."""
+    low, high = max(0, len(text) - char_room), len(text)
+    while low < high:  # smallest start whose suffix fits; every accepted start was counted
+        middle = (low + high) // 2
+        if count(text[middle:]) <= room:
+            high = middle
+        else:
+            low = middle + 1
+    start = low
+    if 0 < start < len(text) and _latin(text[start - 1]) and _latin(text[start]):
+        space = re.search(r"\s", text[start:])
+        start = start + space.end() if space else len(text)
+    return text[start:].lstrip()
+
+
+def _latin(char: str) -> bool:
+    return char.isalnum() and ord(char) < 0x2E80
+
+
+def _join(units: list[_Unit]) -> str:
+    parts: list[str] = []
+    for unit in units:
+        if parts and unit.separator:
+            parts[-1] = parts[-1].rstrip()
+            parts.append(unit.separator)
+        parts.append(unit.text)
+    return "".join(parts).strip("\n").rstrip()

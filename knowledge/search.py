@@ -1,0 +1,189 @@
+"""Knowledge search and `ask`: hybrid retrieval over one user's chunks in chosen namespaces.
+
+Multi-query expansion (MQE) and HyDE each cost LLM calls, so they run only when asked for and an LLM is
+configured; otherwise the plain hybrid search runs and the notice says why.
+"""
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from core import hybrid
+from core.llm import LLMError, get_llm
+from core.vectorstore import VectorStoreError
+from knowledge.models import Chunk, DocumentStatus
+from knowledge.services import COLLECTION, check_namespace, chunk_store
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 50
+MQE_VARIANTS = 2
+NOISE_FLOOR = 0.05  # a hit with no lexical match and a dense similarity below this is noise
+
+
+@dataclass
+class ChunkHit:
+    chunk: Chunk
+    score: float
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class KnowledgeResult:
+    hits: list[ChunkHit]
+    notice: str = ""
+    queries: list[str] = field(default_factory=list)
+
+
+def search_chunks(
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    namespaces: Sequence[str] = ("default",),
+    limit: int = 5,
+    min_score: float = 0.0,
+    mqe: bool = False,
+    hyde: bool = False,
+) -> KnowledgeResult:
+    query = query.strip()
+    if not query:
+        return KnowledgeResult([], "the query is empty")
+    namespaces = [check_namespace(namespace) for namespace in namespaces]
+    where = {"user_id": str(user.pk), "namespace": namespaces}
+    notices: list[str] = []
+    queries, hypothetical = [query], None
+    if mqe or hyde:
+        llm = get_llm()
+        if llm is None:
+            notices.append("MQE/HyDE need an LLM (set LLM_BASE_URL); ran a plain hybrid search instead.")
+        else:
+            try:
+                if mqe:
+                    queries += _expand(llm, query)
+                if hyde:
+                    hypothetical = _hypothetical_answer(llm, query)
+            except LLMError as exc:
+                notices.append(f"MQE/HyDE skipped: {exc}")
+    try:
+        store = chunk_store()
+        runs = []
+        for index, text in enumerate(queries):
+            rankings = hybrid.signal_rankings(
+                store,
+                COLLECTION,
+                query=text,
+                where=where,
+                limit=CANDIDATES,
+                dense_text=hypothetical if index == 0 and hypothetical else None,
+            )
+            runs.append((rankings, hybrid.signal_weights(text, list(rankings))))
+    except VectorStoreError as exc:
+        return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
+    fused = hybrid.fuse(runs)
+    chunks = Chunk.objects.filter(
+        pk__in=list(fused.relevance),
+        user=user,
+        namespace__in=namespaces,
+        document__status=DocumentStatus.READY,
+    ).select_related("document")
+    hits = []
+    for chunk in chunks:
+        key = str(chunk.pk)
+        raw = fused.raw.get(key, {})
+        dense = hybrid.dense_score(raw, fused.weights)
+        lexical = raw.get(hybrid.LEXICAL, 0.0)
+        relevance = fused.relevance[key]
+        if relevance < min_score or (lexical <= 0 and dense < NOISE_FLOOR):
+            continue
+        scores = {"dense": round(dense, 4), "lexical": round(lexical, 4), "fused": round(relevance, 4)}
+        hits.append(ChunkHit(chunk, round(relevance, 6), scores))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return KnowledgeResult(hits[:limit], " ".join(notices), queries)
+
+
+def _expand(llm, query: str) -> list[str]:
+    text = llm.ask(
+        "You rewrite search queries. Reply with alternative phrasings of the user's query, one per line, "
+        "in the query's language, no numbering, no commentary.",
+        f"Query: {query}\nGive {MQE_VARIANTS} alternative queries.",
+        temperature=0.3,
+    )
+    variants = [re.sub(r"^[\s\-*\d.)]+", "", line).strip() for line in text.splitlines()]
+    return [variant for variant in variants if variant and variant != query][:MQE_VARIANTS]
+
+
+def _hypothetical_answer(llm, query: str) -> str:
+    return llm.ask(
+        "Write a short passage (3-5 sentences) that would answer the question, as it might appear in a document. "
+        "Use the question's language.",
+        query,
+        temperature=0.3,
+    )
+
+
+@dataclass
+class Answer:
+    text: str
+    citations: list[dict]
+    llm_used: bool
+    notice: str = ""
+
+
+ASK_SYSTEM = (
+    "Answer the question using only the numbered passages. Cite every statement with the passage numbers in "
+    "square brackets, like [1] or [2][3]. If the passages do not contain the answer, say so. "
+    "Answer in the question's language."
+)
+
+
+def ask(
+    *,
+    user: AbstractBaseUser,
+    question: str,
+    namespaces: Sequence[str] = ("default",),
+    limit: int = 5,
+    min_score: float = 0.0,
+    mqe: bool = False,
+    hyde: bool = False,
+    max_chars: int = 1200,
+) -> Answer:
+    """An answer with numbered citations [n] to chunks; without an LLM, the best passages with the same citations."""
+    result = search_chunks(
+        user=user, query=question, namespaces=namespaces, limit=limit, min_score=min_score, mqe=mqe, hyde=hyde
+    )
+    citations = [citation(index, hit, max_chars) for index, hit in enumerate(result.hits, start=1)]
+    if not citations:
+        return Answer("No passage in the knowledge base matches this question.", [], False, result.notice)
+    passages = "\n\n".join(
+        f"[{c['n']}] ({c['document_title']}{' > ' + c['heading_path'] if c['heading_path'] else ''})\n{c['text']}"
+        for c in citations
+    )
+    llm = get_llm()
+    if llm is None:
+        notice = "No LLM is configured (LLM_BASE_URL): these are the most relevant passages, not a generated answer."
+        return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))
+    try:
+        text = llm.ask(ASK_SYSTEM, f"Passages:\n{passages}\n\nQuestion: {question}", temperature=0.2)
+    except LLMError as exc:
+        notice = f"The LLM failed ({exc}); these are the most relevant passages instead."
+        return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))
+    return Answer(text, citations, True, result.notice)
+
+
+def citation(n: int, hit: ChunkHit, max_chars: int) -> dict:
+    chunk = hit.chunk
+    text = chunk.text if len(chunk.text) <= max_chars else chunk.text[:max_chars] + "…"
+    return {
+        "n": n,
+        "chunk_id": str(chunk.pk),
+        "document_id": str(chunk.document_id),
+        "document_title": chunk.document.title,
+        "heading_path": chunk.heading_path,
+        "ordinal": chunk.ordinal,
+        "score": hit.score,
+        "scores": hit.scores,
+        "text": text,
+    }

@@ -1,0 +1,396 @@
+"""The knowledge base's write path: accept a file, ingest it in the background, delete it with its vectors.
+
+Ingestion: queued → converting → chunking → embedding → ready | failed (or cancelled by the user). Every chunk is
+embedded before anything is stored, and the rows and points are written together at the end; a failure on the
+way removes whatever was written, so a document is either fully searchable or has no chunks and no vectors.
+"""
+
+import hashlib
+import logging
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from core import stores
+from core.dispatch import dispatch_on_commit
+from core.embeddings import EmbeddingError
+from core.hybrid import LEXICAL
+from core.models import MirrorState
+from core.text import sparse_document_vector
+from core.vectorstore import Point, SparseVector, VectorStoreError
+from knowledge.models import Chunk, Document, DocumentStatus
+from knowledge.pipeline import (
+    ConversionError,
+    chunk_paragraphs,
+    convert_to_markdown,
+    safe_filename,
+    split_paragraphs,
+)
+from knowledge.pipeline.convert import SUPPORTED, detect_kind
+
+logger = logging.getLogger(__name__)
+
+COLLECTION = "chunks"
+EMBED_BATCH = 64
+NAMESPACE = re.compile(r"^[\w.\-]{1,100}$")
+ACTIVE_STATES = (
+    DocumentStatus.QUEUED,
+    DocumentStatus.CONVERTING,
+    DocumentStatus.CHUNKING,
+    DocumentStatus.EMBEDDING,
+)
+
+
+class KnowledgeError(ValueError):
+    """A request the knowledge base refuses; `status` is the HTTP status that fits."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(message)
+        self.status = status
+
+
+class Cancelled(Exception):
+    pass
+
+
+def chunk_store():
+    return stores.collection_store(
+        COLLECTION, keyword_fields=("user_id", "namespace", "document_id"), float_fields=("ordinal",)
+    )
+
+
+def check_namespace(namespace: str) -> str:
+    namespace = (namespace or "default").strip()
+    if not NAMESPACE.match(namespace):
+        raise KnowledgeError("namespace may hold letters, digits, '_', '-' and '.', at most 100 characters")
+    return namespace
+
+
+def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
+    if not 50 <= chunk_size <= 8000:
+        raise KnowledgeError(f"chunk_size must be between 50 and 8000 tokens (got {chunk_size})")
+    if not 0 <= chunk_overlap < chunk_size / 2:
+        raise KnowledgeError(
+            f"chunk_overlap must be at least 0 and less than half of chunk_size (got {chunk_overlap})"
+        )
+
+
+@dataclass(frozen=True)
+class Accepted:
+    document: Document
+    created: bool  # False: the same file was already in this namespace
+
+
+@transaction.atomic
+def document_create(
+    *,
+    user: AbstractBaseUser,
+    file: UploadedFile,
+    namespace: str = "default",
+    chunk_size: int = 800,
+    chunk_overlap: int = 100,
+    title: str = "",
+    background: bool = True,
+) -> Accepted:
+    """Store an uploaded file and queue its ingestion; the same file twice in a namespace is one document."""
+    namespace = check_namespace(namespace)
+    check_chunking(chunk_size, chunk_overlap)
+    name = safe_filename(file.name or "document")
+    limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
+    if file.size == 0:
+        raise KnowledgeError(f"{name} is empty (0 bytes)")
+    if file.size > limit:
+        raise KnowledgeError(
+            f"{name} is larger than the {settings.MNEMO_MAX_UPLOAD_MB} MB limit (MNEMO_MAX_UPLOAD_MB)", 413
+        )
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in SUPPORTED:
+        raise KnowledgeError(
+            f"unsupported file type .{extension or '?'}: supported are {', '.join(sorted(SUPPORTED))}", 415
+        )
+    digest = hashlib.sha256()
+    file.seek(0)
+    head = file.read(8192)
+    try:
+        kind = detect_kind(head, name)
+    except ConversionError as exc:
+        raise KnowledgeError(str(exc), 415) from None
+    digest.update(head)
+    for block in iter(lambda: file.read(1 << 20), b""):
+        digest.update(block)
+    sha256 = digest.hexdigest()
+    existing = Document.objects.filter(user=user, namespace=namespace, sha256=sha256).first()
+    if existing is not None:
+        if existing.status in (DocumentStatus.FAILED, DocumentStatus.CANCELLED):
+            document_retry(document=existing, background=background)
+        return Accepted(existing, created=False)
+    file.seek(0)
+    document = Document(
+        user=user,
+        namespace=namespace,
+        title=(title or Path(name).stem)[:255],
+        original_name=name,
+        sha256=sha256,
+        mime=kind,
+        size=file.size,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+    )
+    document.file.save(name, File(file, name=name), save=False)
+    document.save()
+    _start(document, background)
+    return Accepted(document, created=True)
+
+
+def document_create_from_text(
+    *,
+    user: AbstractBaseUser,
+    text: str,
+    title: str,
+    namespace: str = "default",
+    chunk_size: int = 800,
+    chunk_overlap: int = 100,
+    background: bool = True,
+) -> Accepted:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    if not text or not text.strip():
+        raise KnowledgeError("text must not be empty")
+    name = safe_filename(f"{title or 'text'}.md")
+    upload = SimpleUploadedFile(name, text.encode("utf-8"), content_type="text/markdown")
+    return document_create(
+        user=user,
+        file=upload,
+        namespace=namespace,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        title=title,
+        background=background,
+    )
+
+
+def _start(document: Document, background: bool) -> None:
+    from knowledge.tasks import ingest_document
+
+    if background:
+        dispatch_on_commit(ingest_document, str(document.pk))
+    else:
+        transaction.on_commit(lambda: ingest(str(document.pk)))
+
+
+def document_retry(*, document: Document, background: bool = True) -> Document:
+    if document.status not in (DocumentStatus.FAILED, DocumentStatus.CANCELLED):
+        raise KnowledgeError(
+            f"only failed or cancelled documents can be retried (this one is {document.status})", 409
+        )
+    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.QUEUED, progress=0, error="")
+    _start(document, background)
+    document.refresh_from_db()
+    return document
+
+
+def document_cancel(*, document: Document) -> Document:
+    if document.status not in ACTIVE_STATES:
+        raise KnowledgeError(
+            f"only a document being ingested can be cancelled (this one is {document.status})", 409
+        )
+    Document.objects.filter(pk=document.pk, status__in=ACTIVE_STATES).update(
+        status=DocumentStatus.CANCELLED, error="cancelled by the user"
+    )
+    document.refresh_from_db()
+    return document
+
+
+def document_delete(*, document: Document) -> None:
+    """Delete a document, its chunks and their vectors (and its stored file)."""
+    _remove_vectors(document)
+    file = document.file
+    document.delete()
+    if file:
+        file.delete(save=False)
+
+
+def clear_namespace(*, user: AbstractBaseUser, namespace: str) -> int:
+    documents = list(Document.objects.filter(user=user, namespace=check_namespace(namespace)))
+    for document in documents:
+        document_delete(document=document)
+    return len(documents)
+
+
+def _remove_vectors(document: Document) -> None:
+    chunk_store().delete_where(COLLECTION, {"document_id": str(document.pk)})
+
+
+# --- ingestion ----------------------------------------------------------------------------------------------
+
+
+def _set(document_id: str, **fields) -> None:
+    """Update the document's progress unless the user cancelled it meanwhile."""
+    updated = (
+        Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(**fields)
+    )
+    if not updated:
+        raise Cancelled
+
+
+def ingest(document_id: str) -> Document:
+    """Run the whole pipeline for one document. Never leaves partial chunks or vectors behind."""
+    document = Document.objects.filter(pk=document_id).first()
+    if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
+        return document
+    try:
+        _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="")
+        converted = _convert(document)
+        _set(document_id, status=DocumentStatus.CHUNKING, progress=25, markdown=converted.markdown)
+        specs = chunk_paragraphs(
+            split_paragraphs(converted.markdown),
+            chunk_size=document.chunk_size,
+            chunk_overlap=document.chunk_overlap,
+        )
+        if not specs:
+            raise ConversionError(f"No text could be extracted from {document.original_name}")
+        _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
+        vectors = _embed(document_id, [spec.text for spec in specs])
+        _store(document, specs, vectors)
+    except Cancelled:
+        _cleanup(document)
+        logger.info("ingestion of %s cancelled", document_id)
+    except (ConversionError, EmbeddingError, VectorStoreError, ValueError) as exc:
+        _cleanup(document)
+        _fail(document_id, str(exc) or exc.__class__.__name__)
+    except Exception as exc:
+        logger.exception("ingestion of %s failed", document_id)
+        _cleanup(document)
+        _fail(document_id, f"unexpected error: {exc.__class__.__name__}: {exc}")
+    document.refresh_from_db()
+    return document
+
+
+def _convert(document: Document):
+    from core.llm import get_llm
+
+    llm = get_llm()
+    with (
+        document.file.open("rb") as source,
+        tempfile.NamedTemporaryFile(suffix=f"_{document.original_name}") as copy,
+    ):
+        for block in iter(lambda: source.read(1 << 20), b""):
+            copy.write(block)
+        copy.flush()
+        return convert_to_markdown(
+            copy.name,
+            filename=document.original_name,
+            llm_client=llm.client if llm else None,
+            llm_model=llm.model if llm else None,
+        )
+
+
+def _embed(document_id: str, texts: list[str]) -> dict[str, list]:
+    embedding_set = stores.embedding_set()
+    vectors: dict[str, list] = {name: [] for name in embedding_set.spaces}
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = embedding_set.embed_documents(texts[start : start + EMBED_BATCH])
+        for name, matrix in batch.items():
+            vectors[name].extend(matrix)
+        done = min(start + EMBED_BATCH, len(texts))
+        _set(document_id, progress=30 + int(65 * done / len(texts)))
+    return vectors
+
+
+@transaction.atomic
+def _store(document: Document, specs, vectors: dict[str, list]) -> None:
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    if document.status == DocumentStatus.CANCELLED:
+        raise Cancelled
+    now = timezone.now()
+    chunks = [
+        Chunk(
+            document=document,
+            user_id=document.user_id,
+            namespace=document.namespace,
+            ordinal=spec.ordinal,
+            heading_path=spec.heading_path[:500],
+            text=spec.text,
+            token_count=spec.token_count,
+            mirror_state=MirrorState.SYNCED,
+            mirrored_at=now,
+        )
+        for spec in specs
+    ]
+    Chunk.objects.bulk_create(chunks, batch_size=500)
+    points = [
+        Point(
+            id=str(chunk.pk),
+            dense={name: vectors[name][index].tolist() for name in vectors},
+            sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(chunk.text))},
+            payload=chunk_payload(chunk),
+        )
+        for index, chunk in enumerate(chunks)
+    ]
+    # Points go in last, inside the transaction: if this raises, the rows roll back and _cleanup deletes
+    # any points the store accepted before failing.
+    store = chunk_store()
+    for start in range(0, len(points), 256):
+        store.upsert(COLLECTION, points[start : start + 256])
+    document.status = DocumentStatus.READY
+    document.progress = 100
+    document.ready_at = now
+    document.save(update_fields=["status", "progress", "ready_at", "updated_at"])
+
+
+def sync_chunks(chunk_ids: list[str]) -> None:
+    """Mirror chunks by re-reading their rows (edits from the admin); chunks that are gone lose their points."""
+    chunks = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
+    store = chunk_store()
+    gone = set(chunk_ids) - {str(chunk.pk) for chunk in chunks}
+    if gone:
+        store.delete(COLLECTION, sorted(gone))
+    if not chunks:
+        return
+    vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
+    store.upsert(
+        COLLECTION,
+        [
+            Point(
+                id=str(chunk.pk),
+                dense={name: matrix[index].tolist() for name, matrix in vectors.items()},
+                sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(chunk.text))},
+                payload=chunk_payload(chunk),
+            )
+            for index, chunk in enumerate(chunks)
+        ],
+    )
+    Chunk.objects.filter(pk__in=[chunk.pk for chunk in chunks]).update(
+        mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
+    )
+
+
+def chunk_payload(chunk: Chunk) -> dict:
+    return {
+        "user_id": str(chunk.user_id),
+        "namespace": chunk.namespace,
+        "document_id": str(chunk.document_id),
+        "ordinal": float(chunk.ordinal),
+    }
+
+
+def _cleanup(document: Document) -> None:
+    Chunk.objects.filter(document_id=document.pk).delete()
+    try:
+        _remove_vectors(document)
+    except VectorStoreError as exc:  # nothing was written if the store is down; resync removes any orphans
+        logger.warning("could not remove vectors of %s: %s", document.pk, exc)
+
+
+def _fail(document_id: str, reason: str) -> None:
+    Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
+        status=DocumentStatus.FAILED, error=reason[:2000]
+    )

@@ -1,0 +1,19 @@
+from celery import shared_task
+
+
+@shared_task(name="knowledge.ingest_document", acks_late=True)
+def ingest_document(document_id: str) -> str:
+    """Convert, chunk, embed and index one document; its state records the outcome."""
+    from knowledge.services import ingest
+
+    document = ingest(document_id)
+    return document.status if document else "gone"
+
+
+@shared_task(name="knowledge.sync_chunk", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def sync_chunk(chunk_id: str) -> str:
+    """Re-embed one chunk after an edit outside ingestion (the admin); a gone chunk loses its point."""
+    from knowledge.services import sync_chunks
+
+    sync_chunks([chunk_id])
+    return "synced"

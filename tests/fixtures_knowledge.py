@@ -1,0 +1,202 @@
+"""Real sample files of every format the knowledge pipeline accepts, written into a test's tmp_path.
+
+Each maker writes one file and returns its path. The texts below are what the conversion tests look for, so a
+format that loses its Chinese or its headings fails loudly. Office files come from the same libraries people
+use to write them (python-docx, openpyxl, python-pptx), the PDF from reportlab with its built-in CID font
+STSong-Light (no font file needed), the EPUB is zipped by hand as the spec lays it out.
+"""
+
+import json
+import zipfile
+from pathlib import Path
+
+ENGLISH = "Mnemo keeps memories for agents and answers questions from documents."
+CHINESE = "用户张三是一名Python开发者，他喜欢在周末整理知识库。"
+
+
+def make_docx(folder: Path, name: str = "guide.docx") -> Path:
+    from docx import Document
+
+    document = Document()
+    document.core_properties.title = "Installation Guide"
+    document.add_heading("Installation Guide", level=1)
+    document.add_paragraph(ENGLISH)
+    document.add_heading("Linux", level=2)
+    document.add_paragraph(CHINESE)
+    table = document.add_table(rows=2, cols=2)
+    for row, cells in zip(
+        table.rows, [("System", "Command"), ("Debian", "apt-get install mnemo")], strict=True
+    ):
+        for cell, text in zip(row.cells, cells, strict=True):
+            cell.text = text
+    path = folder / name
+    document.save(path)
+    return path
+
+
+def make_xlsx(folder: Path, name: str = "sales.xlsx") -> Path:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Sales"
+    sheet.append(["Region", "Revenue"])
+    sheet.append(["华东地区", 1200])
+    sheet.append(["Northwest", 800])
+    path = folder / name
+    workbook.save(path)
+    return path
+
+
+def make_pptx(folder: Path, name: str = "deck.pptx") -> Path:
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])  # title and content
+    slide.shapes.title.text = "Quarterly Review"
+    slide.placeholders[1].text_frame.text = "知识库检索的准确率提升了百分之二十"
+    path = folder / name
+    deck.save(path)
+    return path
+
+
+def make_pdf(folder: Path, name: str = "report.pdf", lines: list[str] | None = None) -> Path:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    path = folder / name
+    page = canvas.Canvas(str(path), pagesize=A4)
+    page.setTitle("Annual Report")
+    y = 780
+    for line in lines or ["Annual Report", ENGLISH, CHINESE]:
+        page.setFont("STSong-Light" if any(ord(char) > 0x2E80 for char in line) else "Helvetica", 12)
+        page.drawString(72, y, line)
+        y -= 24
+    page.save()
+    return path
+
+
+HOSTILE_HTML = """<!DOCTYPE html>
+<html><head><title>Release Notes</title>
+<script>alert(1)</script>
+<style>body { color: red }</style>
+</head>
+<body onload="steal()">
+<h1>Release Notes</h1>
+<p onclick="evil()">Version two adds hybrid search. 新版本支持混合检索。</p>
+<p><a href="javascript:alert(2)">click me</a> and <a href="https://example.org/docs">the docs</a></p>
+<img src="x.png" onerror="alert(3)" alt="diagram">
+<script type="text/javascript">document.write("injected")</script>
+<iframe src="https://evil.example/frame"></iframe>
+</body></html>
+"""
+
+
+def make_html(folder: Path, name: str = "notes.html", html: str = HOSTILE_HTML) -> Path:
+    path = folder / name
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def make_csv(folder: Path, name: str = "people.csv") -> Path:
+    path = folder / name
+    path.write_text("name,city\n张三,北京\nAlice,London\n", encoding="utf-8")
+    return path
+
+
+def make_json(folder: Path, name: str = "config.json") -> Path:
+    path = folder / name
+    path.write_text(
+        json.dumps({"project": "Mnemo", "描述": "记忆控制台", "tags": ["rag", "memory"]}), encoding="utf-8"
+    )
+    return path
+
+
+def make_epub(folder: Path, name: str = "book.epub") -> Path:
+    container = """<?xml version="1.0"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+  <rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles>
+</container>"""
+    opf = """<?xml version="1.0" encoding="UTF-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+  <metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+    <dc:identifier id="id">urn:uuid:0b3c1e58-0000-4000-8000-000000000001</dc:identifier>
+    <dc:title>The Memory Book</dc:title><dc:language>zh</dc:language><dc:creator>Mnemo</dc:creator>
+  </metadata>
+  <manifest><item id="ch1" href="chapter1.xhtml" media-type="application/xhtml+xml"/></manifest>
+  <spine><itemref idref="ch1"/></spine>
+</package>"""
+    chapter = f"""<?xml version="1.0" encoding="UTF-8"?>
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Chapter One</title></head>
+<body><h1>Chapter One</h1><p>{ENGLISH}</p><p>{CHINESE}</p></body></html>"""
+    path = folder / name
+    with zipfile.ZipFile(path, "w") as archive:
+        # The mimetype entry must come first and be stored uncompressed (EPUB OCF spec).
+        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr("META-INF/container.xml", container, compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("OEBPS/content.opf", opf, compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("OEBPS/chapter1.xhtml", chapter, compress_type=zipfile.ZIP_DEFLATED)
+    return path
+
+
+def make_txt(folder: Path, name: str = "notes.txt", encoding: str = "utf-8") -> Path:
+    path = folder / name
+    path.write_bytes(f"{ENGLISH}\n\n{CHINESE}\n".encode(encoding))
+    return path
+
+
+MARKDOWN = f"""# Guide
+
+Intro paragraph.
+
+## Install
+
+### Linux
+
+{ENGLISH}
+
+```bash
+# not a heading
+
+apt-get install mnemo
+```
+
+## 使用
+
+{CHINESE}
+"""
+
+
+def make_md(folder: Path, name: str = "guide.md") -> Path:
+    path = folder / name
+    path.write_text(MARKDOWN, encoding="utf-8")
+    return path
+
+
+def make_png(folder: Path, name: str = "diagram.png") -> Path:
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Title", "Architecture diagram")
+    info.add_itxt("Description", "向量库与图数据库的架构图", lang="zh")
+    path = folder / name
+    Image.new("RGB", (200, 60), "white").save(path, pnginfo=info)
+    return path
+
+
+MAKERS = {
+    "docx": make_docx,
+    "xlsx": make_xlsx,
+    "pptx": make_pptx,
+    "pdf": make_pdf,
+    "html": make_html,
+    "csv": make_csv,
+    "json": make_json,
+    "epub": make_epub,
+    "txt": make_txt,
+    "md": make_md,
+    "png": make_png,
+}
