@@ -34,6 +34,7 @@ api.add_router("/memories/", "memories.api.router")
 api.add_router("/sessions/", "memories.api.sessions_router")
 api.add_router("/tools/", "memories.api.tools_router")
 api.add_router("/", "knowledge.api.router")
+api.add_router("/", "memories.graph_api.router")
 api.add_router("/tools/", "knowledge.api.tools_router")
 
 

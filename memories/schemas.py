@@ -143,3 +143,54 @@ class ToolOut(Schema):
     ok: bool
     text: str
     data: dict[str, Any]
+
+
+class EntityOut(Schema):
+    id: UUID
+    name: str
+    key: str
+    entity_type: str
+    description: str
+    frequency: int
+    mirror_state: str
+    created_at: datetime
+
+
+class RelationOut(Schema):
+    id: UUID
+    source_id: UUID
+    target_id: UUID
+    source_name: str
+    target_name: str
+    relation_type: str
+    strength: float
+    frequency: int
+    evidence_id: UUID | None
+
+    @staticmethod
+    def resolve_source_name(relation) -> str:
+        return relation.source.name
+
+    @staticmethod
+    def resolve_target_name(relation) -> str:
+        return relation.target.name
+
+
+class EntityDetailOut(EntityOut):
+    memories: list[MemoryOut]
+    relations: list[RelationOut]
+
+
+class NeighborOut(Schema):
+    entity: EntityOut
+    hops: int
+
+
+class NeighborhoodOut(Schema):
+    center: EntityOut
+    neighbors: list[NeighborOut]
+    relations: list[RelationOut]
+
+
+class MergeIn(Schema):
+    into: UUID = Field(..., description="The entity that remains; the one in the path is folded into it.")

@@ -5,6 +5,7 @@ call that wrote it returns (read-your-writes). If the vector store is down the r
 and the background task enqueued by the model signals, or `resync_mirrors`, syncs them later.
 """
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,10 +17,11 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from agents.models import AgentSession
+from core.dispatch import dispatch_on_commit
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens
 from memories import mirror
-from memories.entities import extract_mentions
+from memories.entities import Extraction, Mention, entity_key, extract
 from memories.models import (
     EditVia,
     Entity,
@@ -158,6 +160,7 @@ def memory_create(
     memory.save()
     if extract_entities or (extract_entities is None and memory.memory_type == MemoryType.SEMANTIC):
         link_entities(memory)
+        _enrich_with_llm(memory)
     evicted = (
         enforce_working_capacity(user=user, session=session) if memory_type == MemoryType.WORKING else []
     )
@@ -228,34 +231,74 @@ def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | 
     return [str(pk) for pk in gone]
 
 
-def link_entities(memory: Memory) -> list[Entity]:
-    """(Re)link a memory to the entities it names and record their co-occurrence, merged per user by key."""
+def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[Entity]:
+    """(Re)link a memory to the entities it names, merged per user by key, and record their relations:
+    co-occurrence for every pair, plus typed relations the extractor found (patterns or the LLM)."""
+    extraction = extraction or extract(memory.content)
+    extraction.mentions += _known_entities_in(memory, {mention.key for mention in extraction.mentions})
     old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))
     memory.entity_links.all().delete()
-    entities = []
-    for mention in extract_mentions(memory.content)[:MAX_ENTITIES_PER_MEMORY]:
+    entities: dict[str, Entity] = {}
+    for mention in extraction.mentions[:MAX_ENTITIES_PER_MEMORY]:
         entity, _ = Entity.objects.get_or_create(
             user=memory.user,
             key=mention.key,
             defaults={"name": mention.name, "entity_type": mention.entity_type},
         )
-        MemoryEntity.objects.create(memory=memory, entity=entity, mention=mention.name)
-        entities.append(entity)
-    for index, source in enumerate(entities):
-        for target in entities[index + 1 :]:
-            relation, created = Relation.objects.get_or_create(
-                user=memory.user,
-                source=source,
-                target=target,
-                relation_type="CO_OCCURS",
-                defaults={"evidence": memory, "strength": 0.5},
-            )
-            if not created:
-                Relation.objects.filter(pk=relation.pk).update(
-                    frequency=F("frequency") + 1, strength=min(1.0, relation.strength + 0.1), evidence=memory
-                )
-    _refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in entities})
-    return entities
+        MemoryEntity.objects.get_or_create(memory=memory, entity=entity, defaults={"mention": mention.name})
+        entities[mention.key] = entity
+    linked = list(entities.values())
+    pairs = [(a, b, "CO_OCCURS") for i, a in enumerate(linked) for b in linked[i + 1 :]]
+    pairs += [
+        (entities[r.source], entities[r.target], r.relation_type)
+        for r in extraction.relations
+        if r.source in entities and r.target in entities
+    ]
+    for source, target, relation_type in pairs:
+        _strengthen(memory, source, target, relation_type)
+    _refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in linked})
+    return linked
+
+
+def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
+    """Entities this user already has, named again in the text: the extractor's recall grows with the graph
+    (spaCy's small English model misses names like "React" that an earlier memory established)."""
+    text = entity_key(memory.content)
+    mentions = []
+    for key, name, entity_type in Entity.objects.filter(user=memory.user).values_list(
+        "key", "name", "entity_type"
+    ):
+        if len(key) < 2 or key in found or key not in text:
+            continue
+        if key.isascii() and not re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", text):
+            continue  # "java" inside "javascript" is not a mention
+        mentions.append(Mention(name, entity_type))
+    return mentions
+
+
+def _strengthen(memory: Memory, source: Entity, target: Entity, relation_type: str) -> None:
+    relation, created = Relation.objects.get_or_create(
+        user=memory.user,
+        source=source,
+        target=target,
+        relation_type=relation_type,
+        defaults={"evidence": memory, "strength": 0.5 if relation_type == "CO_OCCURS" else 0.7},
+    )
+    if not created:
+        relation.frequency += 1
+        relation.strength = min(1.0, relation.strength + 0.1)
+        relation.evidence = memory
+        relation.save(update_fields=["frequency", "strength", "evidence", "updated_at"])
+
+
+def _enrich_with_llm(memory: Memory) -> None:
+    """With an LLM configured, typed entities and relations are added in the background (it costs a call)."""
+    from core.llm import get_llm
+
+    if get_llm() is not None:
+        from memories.tasks import llm_extract_task
+
+        dispatch_on_commit(llm_extract_task, str(memory.pk))
 
 
 def _refresh_entity_frequencies(entity_ids: Iterable[Any]) -> None:
@@ -263,7 +306,8 @@ def _refresh_entity_frequencies(entity_ids: Iterable[Any]) -> None:
         if entity.links == 0:
             entity.delete()  # an entity nothing mentions any more
         elif entity.frequency != entity.links:
-            Entity.objects.filter(pk=entity.pk).update(frequency=entity.links)
+            entity.frequency = entity.links
+            entity.save(update_fields=["frequency", "updated_at"])  # save(), so the graph mirror hears of it
 
 
 @transaction.atomic

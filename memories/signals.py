@@ -1,11 +1,12 @@
 """Thin glue: any save or delete of a memory (service, admin, shell) enqueues its mirror task on commit."""
 
+from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from core.dispatch import dispatch_on_commit
-from memories.models import Memory
-from memories.tasks import sync_memory
+from memories.models import Entity, Memory, Relation
+from memories.tasks import mirror_entity_task, mirror_relation_task, sync_memory
 
 
 @receiver([post_save, post_delete], sender=Memory, dispatch_uid="memories.mirror")
@@ -13,3 +14,15 @@ def mirror_memory(sender, instance: Memory, raw: bool = False, update_fields=Non
     if raw:  # loading fixtures: resync_mirrors covers them
         return
     dispatch_on_commit(sync_memory, str(instance.pk))
+
+
+@receiver([post_save, post_delete], sender=Entity, dispatch_uid="memories.mirror_entity")
+def mirror_entity(sender, instance: Entity, raw: bool = False, **kwargs) -> None:
+    if settings.NEO4J_URI and not raw:  # the SQL graph store reads the tables themselves
+        dispatch_on_commit(mirror_entity_task, str(instance.pk))
+
+
+@receiver([post_save, post_delete], sender=Relation, dispatch_uid="memories.mirror_relation")
+def mirror_relation(sender, instance: Relation, raw: bool = False, **kwargs) -> None:
+    if settings.NEO4J_URI and not raw:
+        dispatch_on_commit(mirror_relation_task, str(instance.pk))

@@ -36,3 +36,39 @@ def sync_unsynced_memories(batch: int = 256) -> int:
     if ids:
         mirror.sync_memories(ids)
     return len(ids)
+
+
+@shared_task(name="memories.mirror_entity", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def mirror_entity_task(entity_id: str) -> None:
+    from memories.graph import mirror_entity
+
+    mirror_entity(entity_id)
+
+
+@shared_task(name="memories.mirror_relation", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def mirror_relation_task(relation_id: str) -> None:
+    from memories.graph import mirror_relation
+
+    mirror_relation(relation_id)
+
+
+@shared_task(name="memories.llm_extract", autoretry_for=(), max_retries=0)
+def llm_extract_task(memory_id: str) -> int:
+    """Enrich a memory's entities and typed relations with the LLM (when one is configured)."""
+    from core.llm import LLMError, get_llm
+    from memories.entities import extract, llm_extract
+    from memories.services import link_entities
+
+    llm = get_llm()
+    memory = Memory.objects.filter(pk=memory_id).first()
+    if llm is None or memory is None:
+        return 0
+    try:
+        found = llm_extract(llm, memory.content)
+    except LLMError:
+        return 0
+    offline = extract(memory.content)
+    keys = {mention.key for mention in found.mentions}
+    found.mentions += [mention for mention in offline.mentions if mention.key not in keys]
+    found.relations += offline.relations
+    return len(link_entities(memory, found))

@@ -35,8 +35,12 @@ class Neo4jGraphStore(GraphStore):
         self.driver = GraphDatabase.driver(
             uri, auth=auth, connection_timeout=5.0, max_transaction_retry_time=5.0
         )
+        self._schema_ready = False
 
     def _run(self, query: str, **params):
+        if not self._schema_ready and not query.startswith("CREATE "):
+            # Constraints first, once per process: MERGE on ids relies on them being unique.
+            self.ensure_schema()
         try:
             return self.driver.execute_query(query, params, database_=self.database).records
         except AuthError as exc:
@@ -51,6 +55,7 @@ class Neo4jGraphStore(GraphStore):
     def ensure_schema(self) -> None:
         for statement in SCHEMA:
             self._run(statement)
+        self._schema_ready = True
 
     def upsert_entity(self, entity: EntityNode) -> None:
         self._run(
@@ -68,6 +73,9 @@ class Neo4jGraphStore(GraphStore):
         # A relation whose endpoints are not mirrored yet creates them as bare nodes; their own
         # upsert fills in the properties later, whatever order the tasks run in.
         self._run(
+            # A relation whose endpoints changed (an entity merge) is replaced, not duplicated.
+            "OPTIONAL MATCH (x)-[old:REL {id: $id}]->(y) WHERE x.id <> $source_id OR y.id <> $target_id "
+            "DELETE old WITH 1 AS _ "
             "MERGE (a:Entity {id: $source_id}) ON CREATE SET a.user_id = $user_id "
             "MERGE (b:Entity {id: $target_id}) ON CREATE SET b.user_id = $user_id "
             "MERGE (a)-[r:REL {id: $id}]->(b) "

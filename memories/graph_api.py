@@ -1,0 +1,101 @@
+"""Entities and relations over the JSON API, always scoped to the key's owner."""
+
+from uuid import UUID
+
+from django.db.models import Q
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Status
+from ninja.errors import HttpError
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from core.auth import require_write
+from memories import graph
+from memories.models import Entity, EntityType, Relation
+from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
+
+router = Router(tags=["graph"])
+
+
+def _owner(request: HttpRequest):
+    return request.auth.user
+
+
+def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
+    return get_object_or_404(Entity, pk=entity_id, user=_owner(request))
+
+
+@router.get("/entities", response=list[EntityOut], summary="List or search entities")
+@paginate(LimitOffsetPagination)
+def list_entities(request: HttpRequest, q: str = "", entity_type: str = ""):
+    if entity_type and entity_type not in EntityType.values:
+        raise HttpError(422, f"entity_type must be one of {', '.join(EntityType.values)}")
+    return graph.top_entities(user=_owner(request), limit=100_000, entity_type=entity_type, query=q)
+
+
+@router.get(
+    "/entities/{uuid:entity_id}",
+    response=EntityDetailOut,
+    summary="An entity with its memories and relations",
+)
+def get_entity(request: HttpRequest, entity_id: UUID):
+    entity = _entity(request, entity_id)
+    relations = Relation.objects.filter(Q(source=entity) | Q(target=entity)).select_related(
+        "source", "target"
+    )
+    entity.memories_list = list(entity.memories.select_related("session").order_by("-created_at")[:100])
+    entity.relations_list = list(relations[:200])
+    return {
+        **EntityOut.from_orm(entity).dict(),
+        "memories": entity.memories_list,
+        "relations": entity.relations_list,
+    }
+
+
+@router.get(
+    "/entities/{uuid:entity_id}/neighbors", response=NeighborhoodOut, summary="Entities within 1-3 hops"
+)
+def get_neighbors(request: HttpRequest, entity_id: UUID, depth: Query[int] = 1, limit: Query[int] = 300):
+    if not 1 <= depth <= 3:
+        raise HttpError(422, "depth must be 1, 2 or 3")
+    if not 1 <= limit <= 1000:
+        raise HttpError(422, "limit must be between 1 and 1000")
+    found = graph.neighbourhood(
+        user=_owner(request), entity=_entity(request, entity_id), depth=depth, limit=limit
+    )
+    return {
+        "center": found.center,
+        "neighbors": [{"entity": entity, "hops": hops} for entity, hops in found.entities],
+        "relations": found.relations,
+    }
+
+
+@router.post("/entities/{uuid:entity_id}/merge", response=EntityOut, summary="Merge this entity into another")
+def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
+    require_write(request)
+    source = _entity(request, entity_id)
+    target = _entity(request, payload.into)
+    try:
+        return graph.entity_merge(user=_owner(request), source=source, target=target)
+    except graph.GraphRequestError as exc:
+        raise HttpError(422, str(exc)) from None
+
+
+@router.delete(
+    "/entities/{uuid:entity_id}", response={204: None}, summary="Delete an entity and its relations"
+)
+def delete_entity(request: HttpRequest, entity_id: UUID):
+    require_write(request)
+    graph.entity_delete(entity=_entity(request, entity_id))
+    return Status(204, None)
+
+
+@router.get("/relations", response=list[RelationOut], summary="List relations")
+@paginate(LimitOffsetPagination)
+def list_relations(request: HttpRequest, entity_id: UUID | None = None, relation_type: str = ""):
+    relations = Relation.objects.filter(user=_owner(request)).select_related("source", "target")
+    if entity_id:
+        relations = relations.filter(Q(source_id=entity_id) | Q(target_id=entity_id))
+    if relation_type:
+        relations = relations.filter(relation_type=relation_type)
+    return relations

@@ -1,0 +1,181 @@
+import json
+
+import pytest
+
+from memories.entities import entity_key, extract
+from memories.graph import entity_merge
+from memories.models import Entity, Memory, MemoryEntity, Relation
+from memories.services import memories_delete, memory_create
+from memories.tools import MemoryTool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def names(memory: Memory) -> set[str]:
+    return set(memory.entities.values_list("name", flat=True))
+
+
+def test_the_tutorials_sentence_yields_li_si_react_and_vue(user):
+    memory = memory_create(
+        user=user, content="李四是前端工程师，擅长React和Vue.js开发", memory_type="semantic"
+    )
+    assert {"李四", "React", "Vue.js"} <= names(memory)
+    typed = set(
+        Relation.objects.exclude(relation_type="CO_OCCURS").values_list(
+            "source__name", "relation_type", "target__name"
+        )
+    )
+    assert ("李四", "SKILLED_IN", "React") in typed
+    assert ("李四", "SKILLED_IN", "Vue.js") in typed
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Alice Johnson works at Google in London.", {"Alice Johnson", "Google", "London"}),
+        ("张三在上海的腾讯工作", {"张三", "上海", "腾讯"}),
+        ("王小明下周去杭州出差，顺便学习Node.js", {"杭州", "Node.js"}),
+        ("Caroline met Melanie at the LGBTQ support group.", {"Caroline", "Melanie"}),
+    ],
+)
+def test_offline_extraction_in_chinese_english_and_mixed_text(text, expected):
+    found = {mention.name for mention in extract(text).mentions}
+    assert expected <= found
+
+
+def test_extraction_does_not_make_a_node_per_token():
+    mentions = extract("The user prefers short answers with code examples.").mentions
+    assert mentions == []
+
+
+@pytest.mark.parametrize(
+    ("a", "b"), [("Vue.js", "vue.js"), ("Ｖｕｅ．ｊｓ", "vue.js"), ("  React ", "react"), ("“李四”", "李四")]
+)
+def test_entities_are_normalised(a, b):
+    assert entity_key(a) == entity_key(b)
+
+
+def test_entities_merge_per_user_by_key_and_count_frequency(user, other_user):
+    memory_create(user=user, content="李四擅长Vue.js", memory_type="semantic")
+    memory_create(user=user, content="王五也在学vue.js", memory_type="semantic")
+    memory_create(user=other_user, content="Vue.js is great", memory_type="semantic")
+    vue = Entity.objects.get(user=user, key="vue.js")
+    assert vue.frequency == 2
+    assert Entity.objects.filter(key="vue.js").count() == 2  # one per user
+
+
+def test_relations_carry_type_strength_frequency_and_evidence(user):
+    first = memory_create(user=user, content="李四擅长React", memory_type="semantic")
+    second = memory_create(user=user, content="李四擅长React和Vue.js", memory_type="semantic")
+    relation = Relation.objects.get(source__key="李四", target__key="react", relation_type="SKILLED_IN")
+    assert relation.frequency == 2
+    assert relation.strength == pytest.approx(0.8)
+    assert relation.evidence_id == second.pk
+    assert first.pk != second.pk
+
+
+def test_deleting_the_last_memory_removes_orphan_entities(user):
+    memory = memory_create(user=user, content="孙七擅长Rust", memory_type="semantic")
+    memories_delete(user=user, memory_ids=[memory.pk])
+    assert not Entity.objects.filter(user=user).exists()
+
+
+def test_merge_moves_links_and_relations_and_adds_duplicates(user):
+    a = memory_create(user=user, content="李四擅长React", memory_type="semantic")
+    memory_create(user=user, content="Li Si uses React every day.", memory_type="semantic")
+    li_si_en = Entity.objects.get(user=user, key="li si")
+    li_si = Entity.objects.get(user=user, key="李四")
+    merged = entity_merge(user=user, source=li_si_en, target=li_si)
+    assert not Entity.objects.filter(pk=li_si_en.pk).exists()
+    assert merged.frequency == 2
+    assert MemoryEntity.objects.filter(entity=li_si).count() == 2
+    react_links = Relation.objects.filter(source=li_si, target__key="react")
+    assert {r.relation_type for r in react_links} >= {"SKILLED_IN", "USES"}
+    assert a.pk in set(li_si.memories.values_list("pk", flat=True))
+
+
+def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
+    tool = MemoryTool(user_id=user.username)
+    tool.run({"action": "add", "content": "李四擅长React", "memory_type": "semantic", "importance": 0.5})
+    tool.run(
+        {
+            "action": "add",
+            "content": "React 19 adds server actions",
+            "memory_type": "semantic",
+            "importance": 0.5,
+        }
+    )
+    reply = tool.execute({"action": "search", "query": "李四", "min_importance": 0})
+    by_content = {r["content"]: r["scores"] for r in reply.data["results"]}
+    assert by_content["李四擅长React"]["graph"] == 1.0
+    # No word of the query in it: found through 李四 → React, one hop away.
+    assert by_content["React 19 adds server actions"]["graph"] == pytest.approx(0.6)
+
+
+def test_entity_api_lists_searches_neighbours_merges_and_deletes(client, user, write_key, other_user):
+    memory_create(user=user, content="李四擅长React和Vue.js", memory_type="semantic")
+    memory_create(user=other_user, content="李四在北京", memory_type="semantic")
+    headers = {"HTTP_X_API_KEY": write_key}
+    listed = client.get("/api/v1/entities?q=李", **headers).json()
+    assert [item["name"] for item in listed["items"]] == ["李四"]
+    li_si = listed["items"][0]["id"]
+    neighbors = client.get(f"/api/v1/entities/{li_si}/neighbors?depth=1", **headers).json()
+    assert {n["entity"]["name"] for n in neighbors["neighbors"]} == {"React", "Vue.js"}
+    assert client.get(f"/api/v1/entities/{li_si}/neighbors?depth=4", **headers).status_code == 422
+    detail = client.get(f"/api/v1/entities/{li_si}", **headers).json()
+    assert detail["memories"][0]["content"] == "李四擅长React和Vue.js"
+    react = Entity.objects.get(user=user, key="react").pk
+    vue = Entity.objects.get(user=user, key="vue.js").pk
+    merged = client.post(
+        f"/api/v1/entities/{vue}/merge",
+        data=json.dumps({"into": str(react)}),
+        content_type="application/json",
+        **headers,
+    )
+    assert merged.status_code == 200
+    assert not Entity.objects.filter(pk=vue).exists()
+    assert client.delete(f"/api/v1/entities/{react}", **headers).status_code == 204
+    theirs = Entity.objects.get(user=other_user, key="李四").pk
+    for method, path in [
+        ("get", f"/api/v1/entities/{theirs}"),
+        ("get", f"/api/v1/entities/{theirs}/neighbors"),
+        ("delete", f"/api/v1/entities/{theirs}"),
+    ]:
+        assert getattr(client, method)(path, **headers).status_code == 404
+    assert Entity.objects.filter(pk=theirs).exists()
+    relations = client.get("/api/v1/relations", **headers).json()
+    assert all(item["source_name"] != "北京" and item["target_name"] != "北京" for item in relations["items"])
+
+
+@pytest.mark.neo4j
+def test_the_neo4j_mirror_follows_creates_merges_and_deletes(settings, user, neo4j_uri):
+    import os
+
+    from core import stores
+    from core.graph.neo4j import Neo4jGraphStore
+
+    settings.NEO4J_URI = neo4j_uri
+    settings.NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "")
+    stores.reset(embeddings=False)
+    neo4j = stores.graph_store()
+    assert isinstance(neo4j, Neo4jGraphStore)
+    try:
+        memory = memory_create(user=user, content="李四擅长React和Vue.js", memory_type="semantic")
+        nodes = neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN e.name AS name", u=str(user.pk))
+        assert {record["name"] for record in nodes} == {"李四", "React", "Vue.js"}
+        li_si = Entity.objects.get(user=user, key="李四")
+        assert {n.distance for n in neo4j.neighbors(str(user.pk), [str(li_si.pk)], depth=1)} == {1}
+        # Mirroring twice leaves one node.
+        from memories.graph import mirror_entity
+
+        mirror_entity(str(li_si.pk))
+        assert neo4j._run("MATCH (e:Entity {id: $id}) RETURN count(e) AS n", id=str(li_si.pk))[0]["n"] == 1
+        vue = Entity.objects.get(user=user, key="vue.js")
+        react = Entity.objects.get(user=user, key="react")
+        entity_merge(user=user, source=vue, target=react)
+        assert neo4j._run("MATCH (e:Entity {id: $id}) RETURN count(e) AS n", id=str(vue.pk))[0]["n"] == 0
+        memories_delete(user=user, memory_ids=[memory.pk])
+        assert neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN count(e) AS n", u=str(user.pk))[0]["n"] == 0
+    finally:
+        neo4j.delete_user(str(user.pk))
+        stores.reset(embeddings=False)
