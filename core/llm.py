@@ -17,6 +17,13 @@ class LLMError(Exception):
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text as the model wrote it: may be malformed
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str
     prompt_tokens: int
@@ -67,8 +74,63 @@ class LLMClient:
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             latency_ms=round((time.perf_counter() - started) * 1000),
-            tool_calls=list(message.tool_calls or []),
+            tool_calls=[
+                ToolCall(call.id, call.function.name, call.function.arguments or "")
+                for call in message.tool_calls or []
+                if call.function
+            ],
             raw=response,
+        )
+
+    def stream(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any):
+        """Yield text deltas as they arrive; the generator's return value is the whole Completion
+        (tool calls assembled from their streamed fragments)."""
+        import openai
+
+        started = time.perf_counter()
+        text: list[str] = []
+        calls: dict[int, dict] = {}
+        usage = None
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=temperature,
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+            for chunk in response:
+                usage = chunk.usage or usage
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    text.append(delta.content)
+                    yield delta.content
+                for call in delta.tool_calls or []:
+                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = call.id or slot["id"]
+                    if call.function:
+                        slot["name"] += call.function.name or ""
+                        slot["arguments"] += call.function.arguments or ""
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
+        return Completion(
+            text="".join(text),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            latency_ms=round((time.perf_counter() - started) * 1000),
+            tool_calls=[
+                ToolCall(call["id"] or f"call_{index}", call["name"], call["arguments"])
+                for index, call in sorted(calls.items())
+            ],
         )
 
     def ask(self, system: str, user: str, **kwargs: Any) -> str:

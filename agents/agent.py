@@ -1,0 +1,354 @@
+"""The memory-enabled agent behind the chat page and /v1/chat/completions.
+
+One turn: store the user's message → capture it in working memory (and, without an LLM, the facts it states)
+→ retrieve memories and knowledge → answer (the LLM with tool calls, bounded rounds; or, with no LLM, the
+retrieved passages, labelled retrieval-only) → store the answer with its tool trace, citations, tokens and
+latency. `turn()` yields events as they happen so the page and the API can stream.
+"""
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from agents.models import AgentSession, ChatMessage, ChatRole
+from agents.toolspecs import FUNCTIONS, openai_tools
+from core.llm import LLMError, ToolCall, get_llm
+from core.models import ApiKey
+from knowledge.search import ChunkHit, search_chunks
+from knowledge.tools import RAGTool
+from memories import services as memory_services
+from memories.models import EditVia, Memory, MemoryType
+from memories.retrieval import MemoryHit, search_memories
+from memories.tools import MemoryTool
+
+logger = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS = 4
+HISTORY_MESSAGES = 12
+CONTEXT_MEMORIES = 5
+CONTEXT_CHUNKS = 3
+CONSOLIDATE_AFTER = 3  # important working memories in a session before they move to episodic memory
+IMPORTANT_TURN = re.compile(r"记住|重要|别忘|remember|important|don't forget|do not forget", re.IGNORECASE)
+# Plain statements of fact about the speaker, captured offline when no LLM decides what to keep.
+FACT_PATTERNS = [
+    re.compile(r"\b(?:my name is|i am called|call me)\b", re.IGNORECASE),
+    re.compile(r"\bi(?:'m| am) (?:a|an|the)\b", re.IGNORECASE),
+    re.compile(r"\bi (?:work|worked) (?:as|at|for|in)\b", re.IGNORECASE),
+    re.compile(r"\bi (?:live|lived) in\b", re.IGNORECASE),
+    re.compile(r"\bi (?:like|love|prefer|hate|dislike)\b", re.IGNORECASE),
+    re.compile(
+        r"\bmy (?:job|work|role|favou?rite|birthday|wife|husband|partner|daughter|son)\b", re.IGNORECASE
+    ),
+    re.compile(r"我叫|我的名字|我是|我在.{1,20}(?:工作|上班)|我住在|我喜欢|我不喜欢|我的工作"),
+]
+SYSTEM_PROMPT = (
+    "You are Mnemo's assistant, an agent with long-term memory and a knowledge base. Answer in the user's "
+    "language. When the user states a lasting fact about themselves (name, job, preferences), save it with "
+    "memory_add as a semantic memory. Use memory_search and rag_search when the context below is not enough. "
+    "Cite knowledge passages as [n]."
+)
+RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
+
+
+@dataclass
+class TurnResult:
+    message: ChatMessage
+    text: str
+    memories: list[MemoryHit] = field(default_factory=list)
+    chunks: list[ChunkHit] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+
+
+class Agent:
+    def __init__(self, *, user: AbstractBaseUser, session: AgentSession, api_key: ApiKey | None = None):
+        self.user = user
+        self.session = session
+        self.api_key = api_key
+        self.llm = get_llm()
+
+    # --- the turn -----------------------------------------------------------------------------------------
+
+    def turn(self, text: str, history: list[dict] | None = None) -> Iterator[dict]:
+        """Yield {"type": "delta", "text"} while answering, then {"type": "done", "result": TurnResult}."""
+        started = time.perf_counter()
+        user_message = ChatMessage.objects.create(session=self.session, role=ChatRole.USER, content=text)
+        saved = self._capture(text, user_message)
+        memories = self._memories(text)
+        chunks = self._chunks(text)
+        assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
+        if self.llm is None:
+            answer = retrieval_only_answer(memories, chunks)
+            yield {"type": "delta", "text": answer}
+        else:
+            answer = yield from self._llm_answer(
+                text, history, memories, chunks, assistant, user_message, saved
+            )
+        assistant.content = answer
+        assistant.retrieved = {
+            "memories": [str(hit.memory.pk) for hit in memories],
+            "chunks": [str(hit.chunk.pk) for hit in chunks],
+            "saved": saved,
+            "retrieval_only": self.llm is None,
+        }
+        assistant.latency_ms = round((time.perf_counter() - started) * 1000)
+        assistant.save()
+        self._consolidate_if_due()
+        yield {"type": "done", "result": TurnResult(assistant, answer, memories, chunks, saved)}
+
+    def run(self, text: str, history: list[dict] | None = None) -> TurnResult:
+        for event in self.turn(text, history):
+            if event["type"] == "done":
+                return event["result"]
+        raise RuntimeError("the turn ended without a result")
+
+    # --- memory capture -----------------------------------------------------------------------------------
+
+    def _capture(self, text: str, message: ChatMessage) -> list[str]:
+        """The turn goes to working memory; stated facts (offline, when no LLM chooses) to semantic memory."""
+        saved = []
+        importance = 0.8 if IMPORTANT_TURN.search(text) else 0.5
+        try:
+            working = memory_services.memory_create(
+                user=self.user,
+                content=text[:4000],
+                memory_type=MemoryType.WORKING,
+                importance=importance,
+                session=self.session,
+                source_message=message,
+            )
+            saved.append(str(working.pk))
+        except memory_services.MemoryRequestError as exc:
+            logger.info("turn not kept in working memory: %s", exc)
+        if self.llm is None:
+            for sentence in _sentences(text):
+                if any(pattern.search(sentence) for pattern in FACT_PATTERNS) and not self._known(sentence):
+                    fact = memory_services.memory_create(
+                        user=self.user,
+                        content=sentence,
+                        memory_type=MemoryType.SEMANTIC,
+                        importance=0.8,
+                        session=self.session,
+                        source_message=message,
+                    )
+                    saved.append(str(fact.pk))
+        return saved
+
+    def _known(self, sentence: str) -> bool:
+        """Already a memory (e.g. the user repeating what the agent just showed them): never store it twice."""
+        return (
+            Memory.objects.filter(user=self.user, content__iexact=sentence.strip())
+            .exclude(memory_type=MemoryType.WORKING)
+            .exists()
+        )
+
+    def _consolidate_if_due(self) -> None:
+        important = Memory.objects.filter(
+            user=self.user,
+            session=self.session,
+            memory_type=MemoryType.WORKING,
+            importance__gte=0.7,
+            archived_at=None,
+        ).count()
+        if important >= CONSOLIDATE_AFTER:
+            memory_services.memories_consolidate(
+                user=self.user, session=self.session, importance_threshold=0.7
+            )
+
+    # --- retrieval ----------------------------------------------------------------------------------------
+
+    def _memories(self, text: str) -> list[MemoryHit]:
+        result = search_memories(
+            user=self.user,
+            query=text,
+            limit=CONTEXT_MEMORIES,
+            memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL],
+            min_importance=0.1,
+        )
+        hits = [
+            hit for hit in result.hits if hit.scores.get("fused", 0) > 0.2 or hit.scores.get("graph", 0) > 0
+        ]
+        memory_services.record_access(
+            user=self.user,
+            memories=[(hit.memory, hit.score) for hit in hits],
+            query=text,
+            via=EditVia.API if self.api_key else EditVia.PAGE,
+            api_key=self.api_key,
+            session=self.session,
+        )
+        return hits
+
+    def _chunks(self, text: str) -> list[ChunkHit]:
+        from knowledge.models import Document
+
+        namespaces = sorted(set(Document.objects.filter(user=self.user).values_list("namespace", flat=True)))
+        if not namespaces:
+            return []
+        return search_chunks(
+            user=self.user, query=text, namespaces=namespaces, limit=CONTEXT_CHUNKS, min_score=0.3
+        ).hits
+
+    # --- the LLM loop -------------------------------------------------------------------------------------
+
+    def _llm_answer(self, text, history, memories, chunks, assistant, user_message, saved) -> Iterator[dict]:
+        messages = [{"role": "system", "content": self._system_prompt(memories, chunks)}]
+        messages += history if history is not None else self._history(user_message)
+        messages.append({"role": "user", "content": text})
+        trace: list[dict] = []
+        answer = ""
+        for round_number in range(MAX_TOOL_ROUNDS + 1):
+            offer_tools = round_number < MAX_TOOL_ROUNDS  # the last round must answer in words
+            try:
+                stream = self.llm.stream(messages, tools=openai_tools() if offer_tools else None)
+                completion = yield from _relay(stream)
+            except LLMError as exc:
+                assistant.error = str(exc)
+                answer = f"⚠️ The language model failed: {exc}"
+                yield {"type": "delta", "text": answer}
+                break
+            assistant.prompt_tokens += completion.prompt_tokens
+            assistant.completion_tokens += completion.completion_tokens
+            if not completion.tool_calls:
+                answer = completion.text
+                break
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": completion.text or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in completion.tool_calls
+                    ],
+                }
+            )
+            for call in completion.tool_calls:
+                outcome = self._call_tool(call, user_message, saved)
+                trace.append(outcome)
+                yield {"type": "tool", "call": outcome}
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome["result"]})
+        assistant.tool_calls = trace
+        return answer
+
+    def _call_tool(self, call: ToolCall, user_message: ChatMessage, saved: list[str]) -> dict:
+        outcome = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": False, "result": ""}
+        if call.name not in FUNCTIONS:
+            outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(FUNCTIONS)}"
+            return outcome
+        try:
+            arguments = json.loads(call.arguments or "{}")
+            if not isinstance(arguments, dict):
+                raise ValueError("arguments must be a JSON object")
+        except (json.JSONDecodeError, ValueError) as exc:
+            outcome["result"] = (
+                f"error: the arguments were not a valid JSON object ({exc}); call the tool again"
+            )
+            return outcome
+        tool_name, action, _ = FUNCTIONS[call.name]
+        try:
+            if tool_name == "memory":
+                tool = MemoryTool(
+                    user_id=self.user.get_username(), session_id=self.session.key, api_key=self.api_key
+                )
+            else:
+                tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False)
+            reply = tool.execute({**arguments, "action": action})
+        except Exception as exc:  # a failing tool is reported to the model and the user, never a 500
+            logger.exception("tool %s failed", call.name)
+            outcome["result"] = f"error: the tool failed ({exc.__class__.__name__}: {exc})"
+            return outcome
+        outcome["ok"], outcome["result"] = reply.ok, reply.text
+        if tool_name == "memory" and action == "add" and reply.ok:
+            memory_id = reply.data["id"]
+            Memory.objects.filter(pk=memory_id).update(source_message=user_message)
+            saved.append(memory_id)
+        return outcome
+
+    def _history(self, current: ChatMessage) -> list[dict]:
+        earlier = (
+            ChatMessage.objects.filter(session=self.session, role__in=[ChatRole.USER, ChatRole.ASSISTANT])
+            .exclude(pk=current.pk)
+            .order_by("-created_at")[:HISTORY_MESSAGES]
+        )
+        return [{"role": m.role, "content": m.content} for m in reversed(earlier) if m.content]
+
+    def _system_prompt(self, memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:
+        parts = [SYSTEM_PROMPT, f"Today is {timezone.now():%Y-%m-%d}. User: {self.user.get_username()}."]
+        working = Memory.objects.filter(
+            user=self.user, session=self.session, memory_type=MemoryType.WORKING, archived_at=None
+        ).order_by("-created_at")[:10]
+        if working:
+            parts.append(
+                "Working memory (this conversation):\n"
+                + "\n".join(f"- {m.content}" for m in reversed(working))
+            )
+        if memories:
+            parts.append(
+                "Relevant memories:\n"
+                + "\n".join(f"- ({hit.memory.memory_type}) {hit.memory.content}" for hit in memories)
+            )
+        if chunks:
+            parts.append(
+                "Knowledge passages:\n"
+                + "\n".join(
+                    f"[{i}] {hit.chunk.document.title}: {hit.chunk.text[:800]}"
+                    for i, hit in enumerate(chunks, 1)
+                )
+            )
+        return "\n\n".join(parts)
+
+
+def _relay(stream) -> Iterator[dict]:
+    """Pass the LLM's text deltas on as events and return the finished completion."""
+    while True:
+        try:
+            delta = next(stream)
+        except StopIteration as finished:
+            return finished.value
+        yield {"type": "delta", "text": delta}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", text) if len(s.strip()) > 3]
+
+
+def retrieval_only_answer(memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:
+    if not memories and not chunks:
+        return f"{RETRIEVAL_ONLY} nothing in your memories or knowledge base matches this yet."
+    lines = [RETRIEVAL_ONLY]
+    if memories:
+        lines.append("From your memories:")
+        lines += [f"- {hit.memory.content}" for hit in memories]
+    if chunks:
+        lines.append("From your knowledge base:")
+        lines += [
+            f"[{i}] {hit.chunk.document.title}: {hit.chunk.text[:300]}" for i, hit in enumerate(chunks, 1)
+        ]
+    return "\n".join(lines)
+
+
+def undo_saved(*, user: AbstractBaseUser, message: ChatMessage, memory_id: str) -> bool:
+    """Delete a memory this chat turn saved (only those: the message records them)."""
+    if memory_id not in message.retrieved.get("saved", []):
+        return False
+    return memory_services.memories_delete(user=user, memory_ids=[memory_id]) == 1
+
+
+def session_end(*, user: AbstractBaseUser, session: AgentSession) -> int:
+    """Close a session: its important working memories become episodic memories."""
+    session.ended_at = timezone.now()
+    session.save(update_fields=["ended_at"])
+    return len(memory_services.memories_consolidate(user=user, session=session, importance_threshold=0.7))
+
+
+def to_jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,135 @@
+"""An OpenAI-compatible front door to the memory-enabled agent: POST /v1/chat/completions, GET /v1/models.
+
+Any OpenAI client works with base_url http://127.0.0.1:8000/v1 and an Mnemo API key as its api_key. The
+conversation's last user message is the turn; earlier messages are the history the client keeps. The session is
+the request's `user` field (or X-Mnemo-Session header), so one client conversation maps to one Mnemo session.
+"""
+
+import json
+import time
+import uuid
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from agents.agent import Agent
+from core.auth import authenticate_api_key
+from memories.services import session_for_key
+
+MODEL_ID = "mnemo-agent"
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JsonResponse:
+    return JsonResponse({"error": {"message": message, "type": kind, "code": status}}, status=status)
+
+
+def _key(request: HttpRequest):
+    header = request.headers.get("Authorization", "")
+    raw = (
+        header.removeprefix("Bearer ").strip()
+        if header.startswith("Bearer ")
+        else request.headers.get("X-API-Key", "")
+    )
+    return authenticate_api_key(raw)
+
+
+@require_GET
+def models(request: HttpRequest) -> JsonResponse:
+    if _key(request) is None:
+        return _error(
+            401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
+        )
+    return JsonResponse(
+        {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "mnemo"}]}
+    )
+
+
+@csrf_exempt
+@require_POST
+def chat_completions(request: HttpRequest) -> HttpResponse:
+    api_key = _key(request)
+    if api_key is None:
+        return _error(
+            401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
+        )
+    try:
+        body = json.loads(request.body or b"{}")
+    except json.JSONDecodeError:
+        return _error(400, "The request body is not valid JSON.")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return _error(400, "'messages' must be a non-empty list.")
+    last = messages[-1]
+    if not isinstance(last, dict) or last.get("role") != "user" or not _text(last.get("content")).strip():
+        return _error(400, "The last message must be a user message with text content.")
+    history = [
+        {"role": m["role"], "content": _text(m.get("content"))}
+        for m in messages[:-1]
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant") and _text(m.get("content"))
+    ]
+    session_key = str(body.get("user") or request.headers.get("X-Mnemo-Session") or "openai-api")[:200]
+    session = session_for_key(user=api_key.user, key=session_key)
+    agent = Agent(user=api_key.user, session=session, api_key=api_key)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    turn = agent.turn(_text(last["content"]), history=history)
+    if body.get("stream"):
+        response = StreamingHttpResponse(_sse(turn, completion_id, created), content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response
+    result = next(event["result"] for event in turn if event["type"] == "done")
+    message = result.message
+    return JsonResponse(
+        {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": MODEL_ID,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": result.text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": message.prompt_tokens,
+                "completion_tokens": message.completion_tokens,
+                "total_tokens": message.prompt_tokens + message.completion_tokens,
+            },
+            "mnemo": {"session_id": str(session.pk), "message_id": str(message.pk), **message.retrieved},
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
+
+
+def _sse(turn, completion_id: str, created: int):
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        payload = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for event in turn:
+        if event["type"] == "delta" and event["text"]:
+            yield chunk({"content": event["text"]})
+    yield chunk({}, "stop")
+    yield "data: [DONE]\n\n"
+
+
+def _text(content) -> str:
+    """OpenAI content is a string or a list of parts; only text parts matter here."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""

@@ -1,0 +1,133 @@
+"""The chat agent through the real HTTP path: the official `openai` client → Mnemo → a scripted LLM server."""
+
+import pytest
+from openai import OpenAI
+
+from agents.models import ChatMessage
+from memories.models import Memory
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def fake_llm(settings):
+    with FakeLLM() as fake:
+        settings.LLM_BASE_URL = fake.url
+        settings.LLM_API_KEY = "test"
+        settings.LLM_MODEL = "fake-model"
+        settings.LLM_TIMEOUT = 10
+        yield fake
+
+
+@pytest.fixture
+def mnemo(live_server, write_key) -> OpenAI:
+    return OpenAI(base_url=f"{live_server.url}/v1", api_key=write_key, max_retries=0, timeout=30)
+
+
+def ask(client: OpenAI, text: str, session: str, **kwargs) -> str:
+    response = client.chat.completions.create(
+        model="mnemo-agent", messages=[{"role": "user", "content": text}], user=session, **kwargs
+    )
+    if kwargs.get("stream"):
+        return "".join(chunk.choices[0].delta.content or "" for chunk in response if chunk.choices)
+    return response.choices[0].message.content
+
+
+def test_a_fact_told_in_one_session_answers_a_question_in_the_next(fake_llm, mnemo, user):
+    first = ask(mnemo, "Hi! My name is Alice and I work as a data engineer.", "session-1")
+    assert first.startswith("Done: ✅ 记忆已添加")
+    fact = Memory.objects.get(user=user, memory_type="semantic")
+    assert fact.content == "The user's name is Alice and they work as a data engineer."
+    assert fact.source_message.content.startswith("Hi! My name is Alice")
+    trace = ChatMessage.objects.filter(role="assistant").first().tool_calls
+    assert trace[0]["name"] == "memory_add" and trace[0]["ok"] is True
+
+    answer = ask(mnemo, "What do I do for work?", "session-2")
+    assert "data engineer" in answer
+    # The memory reached the model through the system prompt of the new session's request.
+    assert "data engineer" in fake_llm.requests[-1]["messages"][0]["content"]
+
+
+def test_streaming_gives_the_same_memory_enabled_answer(fake_llm, mnemo, user):
+    ask(mnemo, "My name is Bo and I work as a nurse.", "s1", stream=True)
+    assert Memory.objects.filter(user=user, memory_type="semantic", content__contains="nurse").exists()
+    streamed = ask(mnemo, "What is my job?", "s2", stream=True)
+    assert "nurse" in streamed
+
+
+def test_models_lists_the_agent_and_needs_a_key(mnemo, live_server):
+    assert [model.id for model in mnemo.models.list()] == ["mnemo-agent"]
+    anonymous = OpenAI(base_url=f"{live_server.url}/v1", api_key="wrong", max_retries=0)
+    with pytest.raises(Exception) as error:
+        anonymous.models.list()
+    assert getattr(error.value, "status_code", None) == 401
+
+
+def test_a_provider_timeout_ends_in_a_clear_message(fake_llm, mnemo, settings):
+    settings.LLM_TIMEOUT = 1
+    fake_llm.mode = "slow"
+    answer = ask(mnemo, "Hello there", "s-timeout")
+    assert "The language model failed" in answer and "timed out" in answer
+    assert "timed out" in ChatMessage.objects.filter(role="assistant").first().error
+
+
+def test_a_provider_error_ends_in_a_clear_message(fake_llm, mnemo):
+    fake_llm.mode = "error"
+    answer = ask(mnemo, "Hello there", "s-error")
+    assert "The language model failed" in answer and "500" in answer
+
+
+def test_malformed_tool_call_json_is_reported_back_and_the_turn_finishes(fake_llm, mnemo, user):
+    fake_llm.mode = "malformed_tool_call"
+    answer = ask(mnemo, "Remember that I like tea.", "s-bad-json")
+    trace = ChatMessage.objects.filter(role="assistant").first().tool_calls
+    assert trace[0]["ok"] is False
+    assert "not a valid JSON object" in trace[0]["result"]
+    assert answer.startswith("Done: error")
+    assert not Memory.objects.filter(user=user, memory_type="semantic").exists()
+
+
+def test_a_tool_that_raises_is_reported_not_a_500(fake_llm, mnemo, monkeypatch):
+    from memories.tools import MemoryTool
+
+    def explode(self, parameters):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(MemoryTool, "execute", explode)
+    fake_llm.mode = "tool_call"
+    answer = ask(mnemo, "save this please", "s-raise")
+    trace = ChatMessage.objects.filter(role="assistant").first().tool_calls
+    assert trace[0]["ok"] is False and "disk on fire" in trace[0]["result"]
+    assert answer.startswith("Done: error: the tool failed")
+
+
+def test_without_an_llm_the_answer_is_retrieval_only(mnemo, user):
+    from memories.services import memory_create
+
+    memory_create(user=user, content="The user works as a data engineer at Acme.", memory_type="semantic")
+    answer = ask(mnemo, "What do I do for work?", "s-offline")
+    assert answer.startswith("Retrieval-only answer (no LLM is configured):")
+    assert "data engineer at Acme" in answer
+
+
+def test_without_an_llm_stated_facts_are_still_captured_once(mnemo, user):
+    ask(mnemo, "I work as a pilot. What's up?", "s-facts")
+    ask(mnemo, "I work as a pilot.", "s-facts")
+    facts = Memory.objects.filter(user=user, memory_type="semantic")
+    assert list(facts.values_list("content", flat=True)) == ["I work as a pilot."]
+    assert facts.get().source_message.role == "user"
+
+
+def test_bad_requests_get_openai_style_errors(live_server, write_key):
+    import requests
+
+    url = f"{live_server.url}/v1/chat/completions"
+    headers = {"Authorization": f"Bearer {write_key}"}
+    assert requests.post(url, json={"messages": []}, headers=headers, timeout=10).status_code == 400
+    response = requests.post(url, data="not json", headers=headers, timeout=10)
+    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
+    assert (
+        requests.post(url, json={"messages": [{"role": "user", "content": "hi"}]}, timeout=10).status_code
+        == 401
+    )
