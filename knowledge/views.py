@@ -1,13 +1,370 @@
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+"""The knowledge pages: library (upload, live ingestion rows, filters), document detail, retrieval test.
 
+Every query starts from request.user, so another user's document is a 404 on every page and action; writes go
+through knowledge.services. Rows of documents being ingested poll their own row partial every second and stop
+once the state is final (the returned row has no hx-trigger).
+"""
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.files.uploadedfile import UploadedFile
+from django.core.paginator import Paginator
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import (
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    push_url,
+    trigger_client_event,
+)
+
+from knowledge import services
+from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
+from knowledge.markdown import render_markdown
 from knowledge.models import Document
+from knowledge.pipeline import SUPPORTED, safe_filename
+from knowledge.search import ask, search_chunks
+
+LIBRARY_TEMPLATE = "knowledge/library.html"
+DETAIL_TEMPLATE = "knowledge/document_detail.html"
+SEARCH_TEMPLATE = "knowledge/search.html"
+PAGE_SIZE = 50
+CHUNKS_PER_PAGE = 50
+MARKDOWN_PREVIEW_CHARS = 200_000  # a huge document's Markdown is cut on the page; its chunks hold all of it
+CHANGED_EVENT = "documents-changed"  # the library table listens for it and reloads itself
+
+
+def _owned(request: HttpRequest) -> QuerySet[Document]:
+    return Document.objects.for_user(request.user)
+
+
+def _with_counts(documents: QuerySet[Document]) -> QuerySet[Document]:
+    # One grouped query for the whole page instead of a COUNT per row.
+    return documents.annotate(chunk_count=Count("chunks"))
+
+
+def _document(request: HttpRequest, pk: uuid.UUID) -> Document:
+    return get_object_or_404(_owned(request), pk=pk)
+
+
+def _namespaces(request: HttpRequest) -> list[str]:
+    return list(_owned(request).order_by("namespace").values_list("namespace", flat=True).distinct())
+
+
+def _clean_query(query: QueryDict, *drop: str) -> QueryDict:
+    """The query without empty values (a submitted form sends every field) and without `drop`."""
+    clean = QueryDict(mutable=True)
+    for key, values in query.lists():
+        kept = [value for value in values if value.strip()]
+        if key not in drop and kept:
+            clean.setlist(key, kept)
+    return clean
+
+
+def _with_query(url: str, query: QueryDict) -> str:
+    return f"{url}?{query.urlencode()}" if query else url
+
+
+def _next_url(request: HttpRequest, default: str) -> str:
+    url = request.POST.get("next", "")
+    if url and url_has_allowed_host_and_scheme(url, {request.get_host()}, request.is_secure()):
+        return url
+    return default
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    # htmx would swap a followed redirect into the element that asked; make the browser navigate instead.
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def chunk_url(chunk_id: uuid.UUID | str, document_id: uuid.UUID | str, ordinal: int) -> str:
+    """The chunk on its document's page: the chunk viewer's page that holds it, scrolled to it."""
+    page = ordinal // CHUNKS_PER_PAGE + 1  # ordinals run 0, 1, 2… in viewer order
+    url = reverse("document_detail", args=[document_id])
+    return f"{url}?page={page}#chunk-{chunk_id}" if page > 1 else f"{url}#chunk-{chunk_id}"
+
+
+# --- the library ---------------------------------------------------------------------------------------------
+
+
+def _library(request: HttpRequest, namespaces: list[str]) -> dict:
+    """The context of the document table for the filters in request.GET."""
+    form = LibraryFilterForm(request.GET, namespaces=namespaces)
+    form.is_valid()
+    filters = form.filters
+    documents = _with_counts(_owned(request)).order_by("-created_at", "-id")
+    if "namespace" in filters:
+        documents = documents.filter(namespace=filters["namespace"])
+    if filters.get("status") == ACTIVE:
+        documents = documents.filter(status__in=services.ACTIVE_STATES)
+    elif "status" in filters:
+        documents = documents.filter(status=filters["status"])
+    if "q" in filters:
+        documents = documents.filter(
+            Q(title__icontains=filters["q"]) | Q(original_name__icontains=filters["q"])
+        )
+    query = _clean_query(request.GET, "page")
+    return {
+        "filter_form": form,
+        "filters": filters,
+        "query": query,
+        "table_url": _with_query(reverse("library"), _clean_query(request.GET)),
+        "page": Paginator(documents, PAGE_SIZE).get_page(request.GET.get("page")),
+        "active_states": services.ACTIVE_STATES,
+    }
+
+
+def _upload_context(namespaces: list[str]) -> dict:
+    return {
+        "namespaces": namespaces,
+        "supported": sorted(SUPPORTED),
+        "max_upload_mb": settings.MNEMO_MAX_UPLOAD_MB,
+        "llm_configured": bool(settings.LLM_BASE_URL),
+    }
 
 
 @login_required
 @require_GET
 def library(request: HttpRequest) -> HttpResponse:
-    documents = Document.objects.for_user(request.user)
-    return render(request, "knowledge/library.html", {"documents": documents})
+    namespaces = _namespaces(request)
+    context = _library(request, namespaces)
+    if request.htmx.target == "document-table":
+        response = render(request, f"{LIBRARY_TEMPLATE}#document-table", context)
+        if request.htmx.trigger == "document-filters":
+            # Push the URL without the empty fields the filter form sends along.
+            push_url(response, context["table_url"])
+        return response
+    context |= _upload_context(namespaces) | {"upload_form": UploadForm()}
+    return render(request, LIBRARY_TEMPLATE, context)
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    """What became of one file of an upload: created, a duplicate of an existing document, or refused."""
+
+    name: str
+    status: int  # 201 created, 200 duplicate, else the 4xx the service gave with its reason
+    document: Document | None = None
+    error: str = ""
+
+    @property
+    def created(self) -> bool:
+        return self.status == 201
+
+
+def _accept(request: HttpRequest, file: UploadedFile, data: dict) -> UploadOutcome:
+    name = safe_filename(file.name or "document")
+    try:
+        accepted = services.document_create(
+            user=request.user,
+            file=file,
+            namespace=data["namespace"],
+            chunk_size=data["chunk_size"],
+            chunk_overlap=data["chunk_overlap"],
+            background=True,
+        )
+    except services.KnowledgeError as exc:
+        return UploadOutcome(name, exc.status, error=str(exc))
+    return UploadOutcome(name, 201 if accepted.created else 200, accepted.document)
+
+
+@login_required
+@require_POST
+def document_upload(request: HttpRequest) -> HttpResponse:
+    """Each file goes through the service on its own: one refused file does not stop the others.
+
+    200 when at least one file was accepted (new or already there); 422 for an invalid form, and when every
+    file was refused (htmx swaps 422 only). Without htmx, a refusal shared by every file keeps its own status
+    (413 too large, 415 unsupported).
+    """
+    form = UploadForm(request.POST, request.FILES)
+    outcomes = (
+        [_accept(request, file, form.cleaned_data) for file in form.cleaned_data["files"]]
+        if form.is_valid()
+        else []
+    )
+    accepted = [outcome for outcome in outcomes if outcome.document is not None]
+    refusals = {outcome.status for outcome in outcomes} - {200, 201}
+    if accepted:
+        status = 200
+    elif len(refusals) == 1 and not request.htmx:
+        status = refusals.pop()
+    else:
+        status = 422
+    namespaces = _namespaces(request)
+    context = _upload_context(namespaces) | {"upload_form": form, "outcomes": outcomes}
+    if request.htmx:
+        response = render(request, f"{LIBRARY_TEMPLATE}#upload-panel", context, status=status)
+        if accepted:
+            trigger_client_event(response, CHANGED_EVENT)
+        return response
+    return render(request, LIBRARY_TEMPLATE, _library(request, namespaces) | context, status=status)
+
+
+def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
+    """An htmx request from the library's row (its id is the HX-Target), which gets the row partial back."""
+    return bool(request.htmx) and request.htmx.target == f"document-{pk}"
+
+
+def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **extra) -> HttpResponse:
+    document = get_object_or_404(_with_counts(_owned(request)), pk=pk)
+    context = {"document": document, "active_states": services.ACTIVE_STATES, **extra}
+    return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
+
+
+@login_required
+@require_GET
+def document_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """One table row: what an ingesting row polls every second."""
+    return _render_row(request, pk)
+
+
+def _change_state(request: HttpRequest, pk: uuid.UUID, action: Callable[[Document], object], done: str):
+    document = _document(request, pk)
+    try:
+        action(document)
+    except services.KnowledgeError as exc:  # 409: the state moved on meanwhile (say, it became ready)
+        error, status = str(exc), exc.status
+    else:
+        error, status = "", 200
+    if _from_row(request, pk):
+        return _render_row(request, pk, status=status, row_error=error)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, done)
+    return _redirect(request, _next_url(request, reverse("document_detail", args=[pk])))
+
+
+@login_required
+@require_POST
+def document_retry(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    return _change_state(
+        request,
+        pk,
+        lambda document: services.document_retry(document=document, background=True),
+        "Ingestion queued again.",
+    )
+
+
+@login_required
+@require_POST
+def document_cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    return _change_state(
+        request, pk, lambda document: services.document_cancel(document=document), "Ingestion cancelled."
+    )
+
+
+@login_required
+@require_POST
+def document_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    document = _document(request, pk)
+    services.document_delete(document=document)
+    if _from_row(request, pk):
+        return HttpResponse("")  # the row swaps itself out for nothing
+    messages.success(request, f"Deleted “{document.title}” with its chunks and vectors.")
+    return _redirect(request, _next_url(request, reverse("library")))
+
+
+# --- one document --------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def document_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    document = _document(request, pk)
+    active = document.status in services.ACTIVE_STATES
+    if request.htmx.target == "document-status":
+        if active:
+            return render(
+                request, f"{DETAIL_TEMPLATE}#document-status", {"document": document, "active": True}
+            )
+        # Ingestion just finished: reload the page, which now has the Markdown and the chunks.
+        return HttpResponseClientRefresh()
+    chunks = Paginator(document.chunks.order_by("ordinal"), CHUNKS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"document": document, "chunks": chunks, "active": active}
+    if request.htmx.target == "chunk-list":
+        return render(request, f"{DETAIL_TEMPLATE}#chunk-list", context)
+    markdown = document.markdown
+    context |= {
+        "markdown_html": render_markdown(markdown[:MARKDOWN_PREVIEW_CHARS]),
+        "markdown_truncated": len(markdown) > MARKDOWN_PREVIEW_CHARS,
+        "markdown_preview_chars": MARKDOWN_PREVIEW_CHARS,
+    }
+    return render(request, DETAIL_TEMPLATE, context)
+
+
+# --- the retrieval test ----------------------------------------------------------------------------------------
+
+
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+def linked_answer(text: str, count: int) -> SafeString:
+    """The answer escaped, with each [n] of a real citation made a link to that citation."""
+
+    def link(match: re.Match) -> str:
+        n = int(match.group(1))
+        return f'<a href="#citation-{n}">[{n}]</a>' if 1 <= n <= count else match.group(0)
+
+    return mark_safe(_CITATION.sub(link, escape(text)))  # noqa: S308 - escaped first; only our links are added
+
+
+def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
+    form = SearchForm(request.GET or None, namespaces=_namespaces(request))
+    context: dict = {
+        "form": form,
+        "asking": asking,
+        "llm_configured": bool(settings.LLM_BASE_URL),
+        "result": None,
+        "answer": None,
+    }
+    status = 200
+    if form.is_bound and form.is_valid():
+        query, arguments = form.cleaned_data["q"], form.search_arguments()
+        if asking:
+            answer = ask(user=request.user, question=query, **arguments)
+            for citation in answer.citations:
+                citation["url"] = chunk_url(
+                    citation["chunk_id"], citation["document_id"], citation["ordinal"]
+                )
+            context |= {"answer": answer, "answer_html": linked_answer(answer.text, len(answer.citations))}
+        else:
+            result = search_chunks(user=request.user, query=query, **arguments)
+            for hit in result.hits:
+                hit.url = chunk_url(hit.chunk.pk, hit.chunk.document_id, hit.chunk.ordinal)
+            context["result"] = result
+    elif form.is_bound:
+        status = 422
+    if request.htmx.target == "search-results":
+        response = render(request, f"{SEARCH_TEMPLATE}#search-results", context, status=status)
+        # Push the URL without the empty fields, so the result can be bookmarked and reloaded.
+        push_url(response, _with_query(request.path, _clean_query(request.GET)))
+        return response
+    return render(request, SEARCH_TEMPLATE, context, status=status)
+
+
+@login_required
+@require_GET
+def knowledge_search(request: HttpRequest) -> HttpResponse:
+    """Hybrid search with each hit's dense, lexical and fused scores."""
+    return _retrieval(request, asking=False)
+
+
+@login_required
+@require_GET
+def knowledge_ask(request: HttpRequest) -> HttpResponse:
+    """knowledge.search.ask: an answer with numbered citations (the passages only, without an LLM)."""
+    return _retrieval(request, asking=True)

@@ -131,3 +131,8 @@ def test_bad_requests_get_openai_style_errors(live_server, write_key):
         requests.post(url, json={"messages": [{"role": "user", "content": "hi"}]}, timeout=10).status_code
         == 401
     )
+
+
+def test_without_an_llm_a_question_about_oneself_is_not_saved_as_a_fact(mnemo, user):
+    ask(mnemo, "What do I like to drink?", "s-question")
+    assert not Memory.objects.filter(user=user, memory_type="semantic").exists()

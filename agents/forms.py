@@ -1,0 +1,21 @@
+"""Forms of the chat page: they only parse and check input; the turn itself runs in agents.agent."""
+
+from django import forms
+
+MAX_MESSAGE_CHARS = 8000
+
+
+class MessageForm(forms.Form):
+    text = forms.CharField(
+        label="Message",
+        max_length=MAX_MESSAGE_CHARS,
+        strip=True,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 2,
+                "placeholder": "Message Mnemo… (Enter sends, Shift+Enter starts a new line)",
+                "autocomplete": "off",
+            }
+        ),
+        error_messages={"required": "Type a message first."},
+    )

@@ -1,0 +1,143 @@
+"""Forms of the knowledge pages: they parse and check input; every write goes through knowledge.services."""
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from knowledge.models import DocumentStatus
+from knowledge.pipeline import SUPPORTED
+from knowledge.services import KnowledgeError, check_chunking, check_namespace
+
+ACTIVE = "active"  # the status filter's "in progress": queued, converting, chunking or embedding
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files from one <input type=file multiple>.
+
+    Each file is checked by the service, not here: an empty, oversized or unsupported file is refused on its own
+    with the service's reason, and the other files of the same upload still go in.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = [file for file in (data if isinstance(data, list | tuple) else [data]) if file]
+        if not files and self.required:
+            raise ValidationError("Choose at least one file.", code="required")
+        return files
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(
+        label="Files",
+        # Only a hint for the file picker: the service checks every file's name and bytes itself.
+        widget=MultipleFileInput(attrs={"accept": ",".join(f".{kind}" for kind in sorted(SUPPORTED))}),
+    )
+    namespace = forms.CharField(
+        label="Namespace",
+        max_length=100,
+        initial="default",
+        widget=forms.TextInput(attrs={"list": "namespace-list", "autocomplete": "off"}),
+    )
+    chunk_size = forms.IntegerField(label="Chunk size (tokens)", min_value=50, max_value=8000, initial=800)
+    chunk_overlap = forms.IntegerField(label="Overlap (tokens)", min_value=0, initial=100)
+
+    def __init__(self, *args, **kwargs):
+        # The library page holds this form and the filter form, both with a namespace: keep the ids apart.
+        kwargs.setdefault("auto_id", "upload-%s")
+        super().__init__(*args, **kwargs)
+
+    def clean_namespace(self) -> str:
+        try:
+            return check_namespace(self.cleaned_data["namespace"])
+        except KnowledgeError as exc:
+            raise ValidationError(str(exc)) from None
+
+    def clean(self):
+        cleaned = super().clean()
+        size, overlap = cleaned.get("chunk_size"), cleaned.get("chunk_overlap")
+        if size is not None and overlap is not None:
+            try:
+                check_chunking(size, overlap)
+            except KnowledgeError as exc:
+                self.add_error("chunk_overlap", str(exc))
+        return cleaned
+
+
+class LibraryFilterForm(forms.Form):
+    """The library's GET filters. An invalid field is reported and left out; the valid ones still apply."""
+
+    q = forms.CharField(
+        label="Title",
+        required=False,
+        max_length=255,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Search titles…"}),
+    )
+    namespace = forms.ChoiceField(label="Namespace", required=False)
+    status = forms.ChoiceField(
+        label="Status",
+        required=False,
+        choices=[("", "all"), (ACTIVE, "in progress"), *DocumentStatus.choices],
+    )
+
+    def __init__(self, *args, namespaces: list[str], **kwargs):
+        kwargs.setdefault("auto_id", "filter-%s")
+        super().__init__(*args, **kwargs)
+        self.fields["namespace"].choices = [("", "all"), *((name, name) for name in namespaces)]
+
+    @property
+    def filters(self) -> dict:
+        """The valid filters only (call after is_valid())."""
+        return {name: value for name, value in self.cleaned_data.items() if value not in (None, "")}
+
+
+class SearchForm(forms.Form):
+    """The retrieval test: the same knobs as knowledge.search.search_chunks and ask."""
+
+    q = forms.CharField(
+        label="Query",
+        max_length=10_000,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Ask or search your documents…"}),
+    )
+    namespaces = forms.MultipleChoiceField(
+        label="Namespaces",
+        required=False,
+        help_text="None selected searches all of them.",
+        widget=forms.SelectMultiple(attrs={"size": 4}),
+    )
+    limit = forms.IntegerField(label="Results", required=False, min_value=1, max_value=50, initial=5)
+    min_score = forms.FloatField(
+        label="Minimum fused score",
+        required=False,
+        min_value=0,
+        max_value=1,
+        initial=0.0,
+        widget=forms.NumberInput(attrs={"step": "0.05"}),
+    )
+    mqe = forms.BooleanField(label="MQE (multi-query expansion)", required=False)
+    hyde = forms.BooleanField(label="HyDE (hypothetical answer)", required=False)
+
+    def __init__(self, *args, namespaces: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.all_namespaces = namespaces
+        self.fields["namespaces"].choices = [(name, name) for name in namespaces]
+
+    def search_arguments(self) -> dict:
+        """Keyword arguments for search_chunks/ask, defaults filled in (call after is_valid())."""
+        data = self.cleaned_data
+        return {
+            "namespaces": self.chosen_namespaces(),
+            "limit": data.get("limit") or 5,
+            "min_score": data.get("min_score") or 0.0,
+            "mqe": data.get("mqe", False),
+            "hyde": data.get("hyde", False),
+        }
+
+    def chosen_namespaces(self) -> list[str]:
+        """The selected namespaces, or all of the user's when none is selected (call after is_valid())."""
+        return self.cleaned_data.get("namespaces") or self.all_namespaces or ["default"]

@@ -1,0 +1,178 @@
+/*
+ * The chat page (agents/templates/agents/chat_session.html): send a message and show the answer as it streams.
+ *
+ * The form works without this file (it POSTs to chat_send and the page reloads with the answer). Here it is
+ * posted with fetch to its data-stream-url instead, whose text/event-stream body is read as it arrives:
+ *   event: delta  {"text"}         a piece of the answer, appended as text
+ *   event: tool   {"name", "ok"}   a tool call the agent made
+ *   event: done   {"id", "html"}   the finished message, rendered by the server: it replaces the streaming bubble
+ *   event: error  {"message"}      the turn failed after the response had started
+ *
+ * CSP: loaded with the page's nonce; no inline styles or handlers. Model and user text reach the DOM only through
+ * textContent; the one HTML insertion is the server-rendered (escaped) message of the done event.
+ */
+(function () {
+  "use strict";
+
+  const form = document.getElementById("chat-form");
+  const log = document.getElementById("chat-log");
+  if (!form || !log || !window.fetch || !window.ReadableStream || !window.TextDecoder) {
+    return; // the plain form post still works
+  }
+  const textarea = form.elements.text;
+  const button = form.querySelector("button[type=submit]");
+  const status = document.getElementById("chat-status");
+
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  function bubble(role) {
+    const item = element("li", "chat-message " + role);
+    const box = element("div", "bubble");
+    if (role === "assistant") {
+      const head = element("div", "bubble-head");
+      head.append(element("span", "who", "Mnemo"), element("span", "muted small stream-state", "thinking…"));
+      box.append(head);
+    }
+    box.append(element("div", "bubble-text"));
+    item.append(box);
+    log.querySelector(".chat-empty")?.remove();
+    log.append(item);
+    return item;
+  }
+
+  function fromHTML(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html.trim();
+    return template.content.firstElementChild;
+  }
+
+  function say(text) {
+    if (status) status.textContent = text;
+  }
+
+  function fail(item, message) {
+    item.classList.add("has-error");
+    item.querySelector(".stream-state")?.remove();
+    item.querySelector(".bubble").append(element("p", "chat-error", message));
+    item.querySelector(".chat-error").setAttribute("role", "alert");
+    say("");
+  }
+
+  // Split the body into SSE events ("event: x\ndata: y\n\n") as its chunks arrive; call onEvent(name, payload).
+  async function readEvents(body, onEvent) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder("utf-8");
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+      buffer = buffer.replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffer.indexOf("\n\n")) !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let name = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+      }
+      if (done) return;
+    }
+  }
+
+  // A new session is named by its first message (the server does the same on the next page load).
+  function nameSession(text) {
+    const name = text.length > 80 ? text.slice(0, 79) + "…" : text;
+    const heading = document.getElementById("chat-heading");
+    if (heading) heading.textContent = name;
+    const link = document.querySelector(".chat-session-links a[aria-current=page]");
+    if (link) link.textContent = name.length > 48 ? name.slice(0, 47) + "…" : name;
+  }
+
+  async function send(text) {
+    const data = new FormData(form);
+    data.set("text", text);
+    if (log.querySelector(".chat-empty")) nameSession(text);
+    const mine = bubble("user");
+    mine.querySelector(".bubble-text").textContent = text;
+    const answer = bubble("assistant");
+    answer.classList.add("is-streaming");
+    answer.querySelector(".bubble").append(element("ul", "stream-tools"));
+    answer.scrollIntoView({ block: "end" });
+    say("Mnemo is answering…");
+
+    try {
+      await stream(data, answer);
+    } catch (error) {
+      fail(answer, "The connection failed. Check that the server is running, then try again.");
+    }
+  }
+
+  async function stream(data, answer) {
+    const answerText = answer.querySelector(".bubble-text");
+    const tools = answer.querySelector(".stream-tools");
+    const response = await fetch(form.dataset.streamUrl, {
+      method: "POST",
+      body: data,
+      credentials: "same-origin",
+      headers: { Accept: "text/event-stream", "X-CSRFToken": data.get("csrfmiddlewaretoken") },
+    });
+    const type = response.headers.get("Content-Type") || "";
+    if (response.redirected || !type.startsWith("text/event-stream")) {
+      // A redirect here is the login page: the login expired while the page was open.
+      const reason = response.redirected ? "" : (await response.text()).trim();
+      fail(answer, response.redirected ? "You are logged out: reload the page and log in again."
+        : reason && reason.length < 300 ? reason : "The server answered " + response.status + ".");
+      return;
+    }
+    let finished = false;
+    await readEvents(response.body, function (name, payload) {
+      if (name === "delta") {
+        answer.querySelector(".stream-state")?.remove();
+        answerText.textContent += payload.text;
+      } else if (name === "tool") {
+        tools.append(element("li", payload.ok ? "" : "bad", "⚙ " + payload.name + (payload.ok ? " ✓" : " ✗ failed")));
+      } else if (name === "done") {
+        const rendered = fromHTML(payload.html);
+        answer.replaceWith(rendered);
+        if (window.htmx) window.htmx.process(rendered); // its Undo buttons are htmx forms
+        finished = true;
+        say(rendered.classList.contains("has-error") ? "The language model failed." : "Answer ready.");
+      } else if (name === "error") {
+        fail(answer, payload.message);
+        finished = true;
+      }
+    });
+    if (!finished) fail(answer, "The answer was cut off. Reload the page to see what was saved.");
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const text = textarea.value.trim();
+    if (!text || button.disabled) return;
+    textarea.value = "";
+    button.disabled = true;
+    form.setAttribute("aria-busy", "true");
+    send(text).finally(function () {
+      button.disabled = false;
+      form.removeAttribute("aria-busy");
+      textarea.focus();
+    });
+  });
+
+  // Enter sends, Shift+Enter adds a line; never while an input method (Chinese, Japanese…) is composing.
+  textarea.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+})();

@@ -1,0 +1,71 @@
+"""Real headless Chromium: upload a Markdown file, watch its row poll its way to "ready", read the detail page."""
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from knowledge import services
+from knowledge.models import Document
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_upload_watch_the_row_become_ready_then_read_the_document(
+    live_server, page: Page, django_user_model, monkeypatch, tmp_path
+):
+    # This test plays the worker: the upload queues the ingestion here instead of running it, so the row is
+    # seen in progress and then moving on with nobody touching the page: only the row's polling can show that.
+    # (A real worker thread cannot share the live server's in-memory SQLite database.)
+    queued: list[str] = []
+    monkeypatch.setattr(services, "dispatch_on_commit", lambda task, document_id: queued.append(document_id))
+    django_user_model.objects.create_user(username="alice", password="correct horse battery")
+    note = tmp_path / "lisbon-notes.md"
+    note.write_text(
+        "# Lisbon trip\n\nThe team meets at the harbour on Friday.\n\n## Hotel\n\nNear the river.\n"
+    )
+    csp_violations = []
+    page.on(
+        "console",
+        lambda message: "Content Security Policy" in message.text and csp_violations.append(message),
+    )
+
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("correct horse battery")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Knowledge").click()
+    expect(page.get_by_role("heading", name="Knowledge base")).to_be_visible()
+    expect(page.get_by_text("No documents yet")).to_be_visible()
+    page.evaluate("window.mnemoMarker = 'still here'")  # a full page load would drop it
+
+    page.get_by_label("Files").set_input_files(str(note))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("status", name="Upload results")).to_contain_text("lisbon-notes.md: added")
+
+    document = Document.objects.get()
+    assert queued == [str(document.pk)]
+    row = page.locator(f"#document-{document.pk}")
+    # The table reloaded by itself after the upload; the queued row polls every second.
+    expect(row.locator(".badge")).to_have_text("queued")
+    expect(row).to_have_attribute("hx-trigger", "every 1s")
+    expect(row.get_by_role("button", name="Cancel")).to_be_visible()
+
+    Document.objects.filter(pk=document.pk).update(status="embedding", progress=60)
+    expect(row.locator(".badge")).to_have_text("embedding")
+    expect(row.get_by_role("progressbar")).to_have_attribute("value", "60")
+
+    services.ingest(queued.pop())
+    expect(row.locator(".badge")).to_have_text("ready")
+    expect(row.get_by_role("progressbar")).to_have_attribute("value", "100")
+    expect(row).not_to_have_attribute("hx-trigger", "every 1s")  # polling stopped
+    expect(row.locator("td.num").nth(1)).to_have_text("2")  # two chunks
+    expect(row.get_by_role("button", name="Cancel")).to_have_count(0)
+    assert page.evaluate("window.mnemoMarker") == "still here"
+
+    row.get_by_role("link", name="lisbon-notes").click()
+    expect(page.get_by_role("heading", name="lisbon-notes")).to_be_visible()
+    markdown = page.locator("article.markdown-body")
+    expect(markdown.get_by_role("heading", name="Lisbon trip", level=1)).to_be_visible()
+    expect(markdown.get_by_role("heading", name="Hotel", level=2)).to_be_visible()
+    expect(page.locator("#chunk-list .chunk")).to_have_count(2)
+    expect(page.locator("#chunk-list")).to_contain_text("Lisbon trip > Hotel")
+    assert csp_violations == []
