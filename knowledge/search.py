@@ -83,12 +83,16 @@ def search_chunks(
     except VectorStoreError as exc:
         return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
     fused = hybrid.fuse(runs)
-    chunks = Chunk.objects.filter(
-        pk__in=list(fused.relevance),
-        user=user,
-        namespace__in=namespaces,
-        document__status=DocumentStatus.READY,
-    ).select_related("document")
+    # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise walks
+    # the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
+    candidates = Chunk.objects.filter(pk__in=list(fused.relevance)).select_related("document")
+    chunks = [
+        chunk
+        for chunk in candidates.defer("document__markdown").order_by()
+        if chunk.user_id == user.pk
+        and chunk.namespace in namespaces
+        and chunk.document.status == DocumentStatus.READY
+    ]
     hits = []
     for chunk in chunks:
         key = str(chunk.pk)
