@@ -10,10 +10,15 @@ export HF_HUB_OFFLINE := 1
 
 .PHONY: run test install lint bench clean apt-test-packages
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml node_modules/.installed
 	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
 	$(PIP) install -q -U pip
 	$(PIP) install -q .
+	@touch $@
+
+# The graph explorer's cytoscape comes from npm; Django serves it from node_modules as a static dir.
+node_modules/.installed: package.json package-lock.json
+	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed

@@ -3,12 +3,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
-from memories import views as memory_views
+from memories import graph_views
 
 urlpatterns = [
     path("", include("core.urls")),
     path("memories/", include("memories.urls")),
-    path("graph/", memory_views.graph, name="graph"),
+    path("graph/", graph_views.graph_page, name="graph"),
+    path("graph/data/", graph_views.graph_data, name="graph_data"),
+    path("graph/entities/<uuid:pk>/neighbors/", graph_views.entity_neighbors, name="graph_entity_neighbors"),
+    path("graph/entities/<uuid:pk>/memories/", graph_views.entity_memories, name="graph_entity_memories"),
+    path("graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"),
     path("knowledge/", include("knowledge.urls")),
     path("", include("agents.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from agents.models import AgentSession
 from memories import services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
-from memories.models import EditVia, Entity, Memory, MemoryType, Relation
+from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
 PAGE_SIZE = 50
@@ -414,11 +414,3 @@ def session_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "timeline_limit": TIMELINE_LIMIT,
     }
     return render(request, "memories/session_detail.html", context)
-
-
-@login_required
-@require_GET
-def graph(request: HttpRequest) -> HttpResponse:
-    entities = Entity.objects.filter(user=request.user)[:300]
-    relations = Relation.objects.filter(user=request.user).select_related("source", "target")[:300]
-    return render(request, "memories/graph.html", {"entities": entities, "relations": relations})
