@@ -128,7 +128,9 @@ class Agent:
             logger.info("turn not kept in working memory: %s", exc)
         if self.llm is None:
             for sentence in _sentences(text):
-                if sentence.endswith(("?", "？")) or not any(pattern.search(sentence) for pattern in FACT_PATTERNS):
+                if sentence.endswith(("?", "？")) or not any(
+                    pattern.search(sentence) for pattern in FACT_PATTERNS
+                ):
                     continue  # a question about oneself ("what do I like?") states no fact
                 if not self._known(sentence):
                     fact = memory_services.memory_create(

@@ -190,7 +190,10 @@ SECURE_CSP = {
 # --- Files ----------------------------------------------------------------------------------------------------
 STATIC_URL = "static/"
 # Front-end libraries come from npm at install time (package.json; `make` runs `npm ci`), never copied in.
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/cytoscape", BASE_DIR / "node_modules" / "cytoscape" / "dist")]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/cytoscape", BASE_DIR / "node_modules" / "cytoscape" / "dist"),
+]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"

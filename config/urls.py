@@ -12,7 +12,9 @@ urlpatterns = [
     path("graph/data/", graph_views.graph_data, name="graph_data"),
     path("graph/entities/<uuid:pk>/neighbors/", graph_views.entity_neighbors, name="graph_entity_neighbors"),
     path("graph/entities/<uuid:pk>/memories/", graph_views.entity_memories, name="graph_entity_memories"),
-    path("graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"),
+    path(
+        "graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"
+    ),
     path("knowledge/", include("knowledge.urls")),
     path("", include("agents.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

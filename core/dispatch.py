@@ -98,6 +98,7 @@ def start_periodic(task: Task, every_seconds: float) -> threading.Event:
     threading.Thread(target=loop, name=f"mnemo-periodic-{task.name}", daemon=True).start()
     return stop
 
+
 MIRROR_SWEEP_SECONDS = 30.0
 
 
