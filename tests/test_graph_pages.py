@@ -5,10 +5,9 @@ import uuid
 
 import pytest
 from django.test import Client
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils import timezone
 
-from config import urls as config_urls
 from memories import graph_views
 from memories.graph_views import MAX_NODES
 from memories.models import Entity, EntityType, Memory, MemoryEntity, Relation
@@ -18,24 +17,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "graph-panel"}
 XSS = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-# The explorer's routes as config/urls.py declares them. Until the lead applies them there, the tests (and the
-# browser test) serve them from this module; afterwards the duplicates resolve to the same views.
-urlpatterns = [
-    path("graph/", graph_views.graph_page, name="graph"),
-    path("graph/data/", graph_views.graph_data, name="graph_data"),
-    path("graph/entities/<uuid:pk>/neighbors/", graph_views.entity_neighbors, name="graph_entity_neighbors"),
-    path("graph/entities/<uuid:pk>/memories/", graph_views.entity_memories, name="graph_entity_memories"),
-    path(
-        "graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"
-    ),
-    *config_urls.urlpatterns,
-]
-
-
-@pytest.fixture(autouse=True)
-def graph_urls(settings):
-    settings.ROOT_URLCONF = __name__
 
 
 def entity(user, name: str, entity_type: str = EntityType.PERSON, frequency: int = 1) -> Entity:
