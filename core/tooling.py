@@ -127,3 +127,36 @@ def parse_moment(value: Any, name: str) -> datetime | None:
         if moment is None:
             raise ToolInputError(f"parameter '{name}' is not an ISO 8601 date or time: {value!r}")
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.UTC)
+
+
+class ActionTool:
+    """The `run(dict) -> str` / `execute(dict) -> ToolReply` protocol of the Hello-Agents tools.
+
+    Subclasses name their `actions`, implement `_<action>(params)` and list the exceptions that mean "bad request"
+    in `refusals`; `prepare(params)` runs before every action (e.g. to pick up a session id).
+    """
+
+    actions: tuple[str, ...] = ()
+    refusals: tuple[type[Exception], ...] = (ToolInputError,)
+
+    def run(self, parameters: dict[str, Any]) -> str:
+        return self.execute(parameters).text
+
+    def prepare(self, params: "Params") -> None:
+        pass
+
+    def execute(self, parameters: dict[str, Any]) -> ToolReply:
+        if not isinstance(parameters, dict):
+            return ToolReply(False, "❌ 参数必须是字典 (parameters must be a dict)")
+        action = parameters.get("action")
+        valid = ", ".join(self.actions)
+        if not action:
+            return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {valid}")
+        if action not in self.actions:
+            return ToolReply(False, f"❌ 不支持的操作: {action}；可用操作: {valid}")
+        params = Params(parameters)
+        try:
+            self.prepare(params)
+            return getattr(self, f"_{action}")(params)
+        except self.refusals as exc:
+            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)})

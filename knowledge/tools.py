@@ -11,13 +11,12 @@ searchable. Everything is scoped to the tool's user, and `clear` clears only the
 
 import time
 from pathlib import Path
-from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core import stores
 from core.llm import get_llm
-from core.tooling import Params, ToolInputError, ToolReply, tool_user
+from core.tooling import ActionTool, Params, ToolInputError, ToolReply, tool_user
 from knowledge import services
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.search import ask, search_chunks
@@ -25,7 +24,9 @@ from knowledge.search import ask, search_chunks
 ACTIONS = ("add_document", "add_text", "search", "ask", "stats", "clear")
 
 
-class RAGTool:
+class RAGTool(ActionTool):
+    actions = ACTIONS
+    refusals = (ToolInputError, services.KnowledgeError)
     name = "rag"
     description = "知识库工具：添加文档与文本、检索、问答（带引用）、统计与清空 (Mnemo)"
 
@@ -47,23 +48,6 @@ class RAGTool:
         self.user = tool_user(user_id)
         # Over the API a file path would read the server's disk: there, documents come as uploads instead.
         self.allow_file_paths = allow_file_paths
-
-    def run(self, parameters: dict[str, Any]) -> str:
-        return self.execute(parameters).text
-
-    def execute(self, parameters: dict[str, Any]) -> ToolReply:
-        if not isinstance(parameters, dict):
-            return ToolReply(False, "❌ 参数必须是字典 (parameters must be a dict)")
-        action = parameters.get("action")
-        if not action:
-            return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {', '.join(ACTIONS)}")
-        if action not in ACTIONS:
-            return ToolReply(False, f"❌ 不支持的操作: {action}；可用操作: {', '.join(ACTIONS)}")
-        params = Params(parameters)
-        try:
-            return getattr(self, f"_{action}")(params)
-        except (ToolInputError, services.KnowledgeError) as exc:
-            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)})
 
     def _namespace(self, params: Params) -> str:
         return services.check_namespace(params.text("namespace", self.rag_namespace))

@@ -16,7 +16,7 @@ from django.db.models import Avg, Count, Sum
 from django.utils import timezone
 
 from core.models import ApiKey
-from core.tooling import Params, ToolInputError, ToolReply, parse_moment, tool_user
+from core.tooling import ActionTool, Params, ToolInputError, ToolReply, parse_moment, tool_user
 from memories import services
 from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
@@ -35,7 +35,9 @@ IMAGE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp"})
 AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
 
 
-class MemoryTool:
+class MemoryTool(ActionTool):
+    actions = ACTIONS
+    refusals = (ToolInputError, services.MemoryRequestError)
     name = "memory"
     description = "记忆工具：添加、搜索、总结、更新、删除、遗忘与整合用户的记忆 (Mnemo)"
 
@@ -54,24 +56,9 @@ class MemoryTool:
         self.api_key = api_key
         self.via = EditVia.API if api_key else EditVia.TOOL
 
-    def run(self, parameters: dict[str, Any]) -> str:
-        return self.execute(parameters).text
-
-    def execute(self, parameters: dict[str, Any]) -> ToolReply:
-        if not isinstance(parameters, dict):
-            return ToolReply(False, "❌ 参数必须是字典 (parameters must be a dict)")
-        action = parameters.get("action")
-        if not action:
-            return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {', '.join(ACTIONS)}")
-        if action not in ACTIONS:
-            return ToolReply(False, f"❌ 不支持的操作: {action}；可用操作: {', '.join(ACTIONS)}")
-        params = Params(parameters)
-        try:
-            if "session_id" in parameters:
-                self.current_session_id = params.text("session_id", required=True)
-            return getattr(self, f"_{action}")(params)
-        except (ToolInputError, services.MemoryRequestError) as exc:
-            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)})
+    def prepare(self, params: Params) -> None:
+        if "session_id" in params.raw:
+            self.current_session_id = params.text("session_id", required=True)
 
     # --- actions ------------------------------------------------------------------------------------------
 
