@@ -12,7 +12,6 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
@@ -352,7 +351,3 @@ def session_end(*, user: AbstractBaseUser, session: AgentSession) -> int:
     session.ended_at = timezone.now()
     session.save(update_fields=["ended_at"])
     return len(memory_services.memories_consolidate(user=user, session=session, importance_threshold=0.7))
-
-
-def to_jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))

@@ -105,11 +105,9 @@ def search_memories(
     )
     notice = ""
     try:
-        store = mirror.memory_store()
-        rankings = hybrid.signal_rankings(
-            store, mirror.COLLECTION, query=query, where=where, limit=CANDIDATES_PER_SIGNAL
+        fused = hybrid.search(
+            mirror.memory_store(), mirror.COLLECTION, query=query, where=where, limit=CANDIDATES_PER_SIGNAL
         )
-        fused = hybrid.fuse([(rankings, hybrid.signal_weights(query, list(rankings)))])
     except VectorStoreError as exc:
         logger.warning("vector search unavailable, falling back to text match: %s", exc)
         fused = hybrid.Fused()
