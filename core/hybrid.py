@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core import stores
-from core.text import sparse_query_vector
-from core.vectorstore import SparseVector, VectorStore, Where
+from core.text import sparse_document_vector, sparse_query_vector
+from core.vectorstore import Point, SparseVector, VectorStore, Where
 
 RRF_K = 20
 LEXICAL = "lexical"
@@ -49,6 +49,20 @@ def signal_rankings(
         hits = store.search(collection, using=LEXICAL, vector=sparse, limit=limit, where=where)
         rankings[LEXICAL] = [(hit.id, hit.score) for hit in hits]
     return rankings
+
+
+def points(items: Sequence[tuple[str, str, dict]], vectors: dict[str, Sequence]) -> list[Point]:
+    """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`) and the
+    text's lexical sparse vector, the signals `signal_rankings` searches."""
+    return [
+        Point(
+            id=point_id,
+            dense={space: rows[index].tolist() for space, rows in vectors.items()},
+            sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(text))},
+            payload=payload,
+        )
+        for index, (point_id, text, payload) in enumerate(items)
+    ]
 
 
 def signal_weights(query: str, signals: Sequence[str]) -> dict[str, float]:

@@ -19,13 +19,11 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from core import stores
+from core import hybrid, stores
 from core.dispatch import dispatch_on_commit
 from core.embeddings import EmbeddingError
-from core.hybrid import LEXICAL
 from core.models import MirrorState
-from core.text import sparse_document_vector
-from core.vectorstore import Point, SparseVector, VectorStoreError
+from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import (
     ConversionError,
@@ -326,15 +324,7 @@ def _store(document: Document, specs, vectors: dict[str, list]) -> None:
         for spec in specs
     ]
     Chunk.objects.bulk_create(chunks, batch_size=500)
-    points = [
-        Point(
-            id=str(chunk.pk),
-            dense={name: vectors[name][index].tolist() for name in vectors},
-            sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(chunk.text))},
-            payload=chunk_payload(chunk),
-        )
-        for index, chunk in enumerate(chunks)
-    ]
+    points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
     # Points go in last, inside the transaction: if this raises, the rows roll back and _cleanup deletes
     # any points the store accepted before failing.
     store = chunk_store()
@@ -356,18 +346,7 @@ def sync_chunks(chunk_ids: list[str]) -> None:
     if not chunks:
         return
     vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
-    store.upsert(
-        COLLECTION,
-        [
-            Point(
-                id=str(chunk.pk),
-                dense={name: matrix[index].tolist() for name, matrix in vectors.items()},
-                sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(chunk.text))},
-                payload=chunk_payload(chunk),
-            )
-            for index, chunk in enumerate(chunks)
-        ],
-    )
+    store.upsert(COLLECTION, hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors))
     Chunk.objects.filter(pk__in=[chunk.pk for chunk in chunks]).update(
         mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
     )

@@ -6,16 +6,14 @@ point with the same payload, so every path (the service right after commit, the 
 """
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.utils import timezone
 
-from core import stores
-from core.hybrid import LEXICAL
+from core import hybrid, stores
 from core.models import MirrorState
-from core.text import sparse_document_vector
-from core.vectorstore import Point, SparseVector, VectorStoreError
+from core.vectorstore import Point, VectorStoreError
 from memories.models import Memory
 
 logger = logging.getLogger(__name__)
@@ -85,15 +83,9 @@ def sync_memories(memory_ids: Sequence[str]) -> int:
     return len(memories)
 
 
-def _points(memories: list[Memory]) -> Iterable[Point]:
+def _points(memories: list[Memory]) -> list[Point]:
     vectors = stores.embedding_set().embed_documents([m.content for m in memories])
-    for index, memory in enumerate(memories):
-        yield Point(
-            id=str(memory.pk),
-            dense={name: matrix[index].tolist() for name, matrix in vectors.items()},
-            sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(memory.content))},
-            payload=payload(memory),
-        )
+    return hybrid.points([(str(m.pk), m.content, payload(m)) for m in memories], vectors)
 
 
 def try_sync_memories(memory_ids: Sequence[str]) -> bool:

@@ -3,7 +3,7 @@ import uuid
 
 import pytest
 
-from core import stores
+from core import hybrid, stores
 from core.models import MirrorState
 from memories import mirror
 from memories.models import Memory
@@ -303,7 +303,7 @@ def test_an_admin_edit_is_mirrored_through_the_signal(admin_client, user):
     assert response.status_code == 302, response.content[:2000]
     hits = mirror.memory_store().search(
         mirror.COLLECTION,
-        using=mirror.LEXICAL,
+        using=hybrid.LEXICAL,
         vector=_sparse("quasars"),
         limit=1,
         where={"user_id": str(user.pk)},
