@@ -89,3 +89,16 @@ def neo4j_uri(tmp_path_factory):
     uri = started.stdout.strip().splitlines()[-1].removeprefix("NEO4J_URI=")
     yield uri
     subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def fake_llm(settings):
+    """The scripted OpenAI-compatible LLM (tests/fake_llm.py) on 127.0.0.1, configured as Mnemo's LLM."""
+    from tests.fake_llm import FakeLLM
+
+    with FakeLLM() as fake:
+        settings.LLM_BASE_URL = fake.url
+        settings.LLM_API_KEY = "test"
+        settings.LLM_MODEL = "fake-model"
+        settings.LLM_TIMEOUT = 10
+        yield fake

@@ -5,19 +5,8 @@ from openai import OpenAI
 
 from agents.models import ChatMessage
 from memories.models import Memory
-from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def fake_llm(settings):
-    with FakeLLM() as fake:
-        settings.LLM_BASE_URL = fake.url
-        settings.LLM_API_KEY = "test"
-        settings.LLM_MODEL = "fake-model"
-        settings.LLM_TIMEOUT = 10
-        yield fake
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from agents.models import AgentSession, ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
 from memories.models import Memory
 from memories.services import memory_create, session_for_key
-from tests.fake_llm import FakeLLM
 
 # The memory services mirror to the vector store on commit, and retrieval reads the mirror.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,16 +23,6 @@ XSS = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 ALICE = "My name is Alice and I work as a data engineer."
 ALICE_FACT = "The user's name is Alice and they work as a data engineer."
-
-
-@pytest.fixture
-def fake_llm(settings):
-    with FakeLLM() as fake:
-        settings.LLM_BASE_URL = fake.url
-        settings.LLM_API_KEY = "test"
-        settings.LLM_MODEL = "fake-model"
-        settings.LLM_TIMEOUT = 10
-        yield fake
 
 
 @pytest.fixture
