@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from agents.models import AgentSession
@@ -115,46 +115,68 @@ def search_memories(
     relevance_by_id, raw, weights = fused.relevance, fused.raw, fused.weights
 
     graph = _graph_scores(user, query)
-    candidates = _load(
+    candidates = _candidates(
         user, set(relevance_by_id) | set(graph), memory_types, min_importance, session, time_range, now
     )
     if notice:
-        candidates.update(_text_match(user, query, memory_types, min_importance, session, time_range, now))
-        for memory_id in candidates:
-            relevance_by_id[memory_id] = _text_overlap(query, candidates[memory_id].content)
+        matches = _text_match(user, query, memory_types, min_importance, session, time_range, now)
+        for memory_id, (candidate, overlap) in matches.items():
+            candidates[memory_id] = candidate
+            relevance_by_id[memory_id] = overlap
 
-    hits = []
-    for memory_id, memory in candidates.items():
+    ranked: list[tuple[float, str, dict[str, float]]] = []
+    for memory_id, candidate in candidates.items():
         relevance = relevance_by_id.get(memory_id, 0.0)
         graph_score = graph.get(memory_id, 0.0)
         if relevance <= 0 and graph_score <= 0:
             continue
-        hits.append(_shape(memory, relevance, graph_score, bool(graph), raw.get(memory_id, {}), weights, now))
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    return SearchResult(hits[:limit], notice)
+        score, scores = _shape(
+            candidate, relevance, graph_score, bool(graph), raw.get(memory_id, {}), weights, now
+        )
+        ranked.append((score, memory_id, scores))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    ranked = ranked[:limit]
+    rows = _rows(user, [memory_id for _, memory_id, _ in ranked])
+    # A memory deleted between the two queries is simply left out.
+    hits = [
+        MemoryHit(rows[memory_id], score, scores) for score, memory_id, scores in ranked if memory_id in rows
+    ]
+    return SearchResult(hits, notice)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """The columns the shaping reads: ranking ~150 candidates needs no content, metadata or session."""
+
+    memory_type: str
+    importance: float
+    created_at: datetime
+
+
+_CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at")
 
 
 def _shape(
-    memory: Memory,
+    candidate: _Candidate,
     relevance: float,
     graph: float,
     graph_applies: bool,
     raw: dict[str, float],
     weights: dict[str, float],
     now: datetime,
-) -> MemoryHit:
-    age = now - memory.created_at
+) -> tuple[float, dict[str, float]]:
+    age = now - candidate.created_at
     recency = recency_score(age)
     decay = time_decay(age)
-    if memory.memory_type == MemoryType.WORKING:
+    if candidate.memory_type == MemoryType.WORKING:
         base = relevance * decay
-    elif memory.memory_type == MemoryType.SEMANTIC:
+    elif candidate.memory_type == MemoryType.SEMANTIC:
         # The tutorial's 0.7 vector + 0.3 graph, when the query names entities; otherwise a missing graph
         # signal must not cap facts at 0.7 while other types reach 1.0.
         base = 0.7 * relevance + 0.3 * graph if graph_applies else relevance
     else:
         base = 0.8 * relevance + 0.2 * recency
-    weight = importance_weight(memory.importance)
+    weight = importance_weight(candidate.importance)
     dense = {name: score for name, score in raw.items() if name != hybrid.LEXICAL}
     scores = {
         "dense": round(hybrid.dense_score(raw, weights), 4),
@@ -166,7 +188,7 @@ def _shape(
         "graph": round(graph, 4),
         **{f"dense_{name}": round(score, 4) for name, score in dense.items()},
     }
-    return MemoryHit(memory=memory, score=round(base * weight, 6), scores=scores)
+    return round(base * weight, 6), scores
 
 
 def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
@@ -190,13 +212,20 @@ def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
     return scores
 
 
+def _owned(user, ids) -> QuerySet[Memory]:
+    """The user's memories among `ids`, looked up by primary key.
+
+    Comparing `user_id + 0` keeps SQLite's planner (no table statistics) off the per-user indexes, which
+    walk every memory of the user: 13 ms instead of ~1 ms at 10,000.
+    """
+    return Memory.objects.alias(owner=F("user_id") + 0).filter(owner=user.pk, pk__in=list(ids))
+
+
 def _filtered(user, memory_types, min_importance, session, time_range, now, ids=None):
     if ids is None:
         memories = Memory.objects.filter(user=user)
     else:
-        # Candidates by primary key. Comparing `user_id + 0` keeps SQLite's planner (no table statistics)
-        # off the per-user indexes, which walk every memory of the user: 13 ms instead of ~1 ms at 10,000.
-        memories = Memory.objects.alias(owner=F("user_id") + 0).filter(owner=user.pk, pk__in=list(ids))
+        memories = _owned(user, ids)
     memories = memories.filter(archived_at=None).exclude(expires_at__lte=now)
     if memory_types:
         memories = memories.filter(memory_type__in=list(memory_types))
@@ -213,10 +242,18 @@ def _filtered(user, memory_types, min_importance, session, time_range, now, ids=
     return memories
 
 
-def _load(user, ids, memory_types, min_importance, session, time_range, now) -> dict[str, Memory]:
+def _candidates(user, ids, memory_types, min_importance, session, time_range, now) -> dict[str, _Candidate]:
     # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
     memories = _filtered(user, memory_types, min_importance, session, time_range, now, ids=ids)
-    return {str(memory.pk): memory for memory in memories.select_related("session")}
+    return {
+        str(pk): _Candidate(memory_type, importance, created_at)
+        for pk, memory_type, importance, created_at in memories.values_list(*_CANDIDATE_COLUMNS)
+    }
+
+
+def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
+    memories = _owned(user, ids).select_related("session")
+    return {str(memory.pk): memory for memory in memories}
 
 
 def _by_importance(user, limit, memory_types, min_importance, session, time_range, now) -> list[MemoryHit]:
@@ -231,7 +268,10 @@ def _by_importance(user, limit, memory_types, min_importance, session, time_rang
     return hits
 
 
-def _text_match(user, query, memory_types, min_importance, session, time_range, now) -> dict[str, Memory]:
+def _text_match(
+    user, query, memory_types, min_importance, session, time_range, now
+) -> dict[str, tuple[_Candidate, float]]:
+    """Memories containing the query's terms, each with the share of terms it contains."""
     terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
     if not terms:
         return {}
@@ -239,7 +279,12 @@ def _text_match(user, query, memory_types, min_importance, session, time_range, 
     for term in terms:
         condition |= Q(content__icontains=term)
     memories = _filtered(user, memory_types, min_importance, session, time_range, now).filter(condition)[:500]
-    return {str(memory.pk): memory for memory in memories.select_related("session")}
+    return {
+        str(pk): (_Candidate(memory_type, importance, created_at), _text_overlap(query, content))
+        for pk, memory_type, importance, created_at, content in memories.values_list(
+            *_CANDIDATE_COLUMNS, "content"
+        )
+    }
 
 
 def _text_overlap(query: str, content: str) -> float:
