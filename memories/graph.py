@@ -4,6 +4,7 @@ Entity and Relation rows are the truth. When NEO4J_URI is set, every saved or de
 primary key (MERGE on the id, so replays are harmless); graph queries then read Neo4j, else the SQL store.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,6 +13,7 @@ from django.db.models import Count, Q
 
 from core import stores
 from core.graph import EntityNode, RelationEdge
+from core.queries import owned_by_pk
 from memories.models import Entity, MemoryEntity, Relation
 
 
@@ -98,24 +100,40 @@ def entity_delete(*, entity: Entity) -> None:
 @dataclass(frozen=True)
 class Neighbourhood:
     center: Entity
-    entities: list[tuple[Entity, int]]  # (entity, hops)
-    relations: list[Relation]
+    entities: list[tuple[Entity, int]]  # (entity, hops), nearest and most mentioned first
+    relations: list[Relation]  # among the center and the entities, strongest first
+    truncated: bool  # more entities were within reach than the limit
 
 
 def neighbourhood(
     *, user: AbstractBaseUser, entity: Entity, depth: int = 1, limit: int = 300
 ) -> Neighbourhood:
-    found = stores.graph_store().neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit)
+    # One more than asked for tells whether some were left out.
+    found = stores.graph_store().neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit + 1)
     hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
-    entities = Entity.objects.filter(user=user, pk__in=list(hops))
+    entities = owned_by_pk(Entity.objects.all(), user, hops)
     ranked = sorted(((e, hops[str(e.pk)]) for e in entities), key=lambda pair: (pair[1], -pair[0].frequency))
-    ids = {entity.pk, *(e.pk for e, _ in ranked)}
+    ranked = ranked[:limit]
+    relations = relations_among(user, [entity, *(e for e, _ in ranked)], limit=3 * limit)
+    return Neighbourhood(entity, ranked, relations, truncated=len(found) > limit)
+
+
+# What the graph page and RelationOut show of a relation: loading less keeps 900 rows cheap.
+RELATION_FIELDS = ("id", "user", "source", "target", "relation_type", "strength", "frequency", "evidence")
+
+
+def relations_among(user: AbstractBaseUser, entities: Sequence[Entity], limit: int) -> list[Relation]:
+    """The user's relations between any two of `entities`, strongest first, with their endpoints attached
+    from `entities` rather than loaded again."""
+    by_id = {entity.pk: entity for entity in entities}
     relations = list(
-        Relation.objects.filter(user=user, source_id__in=ids, target_id__in=ids).select_related(
-            "source", "target"
-        )[: limit * 3]
+        Relation.objects.filter(user=user, source_id__in=list(by_id), target_id__in=list(by_id))
+        .only(*RELATION_FIELDS)
+        .order_by("-strength", "-frequency", "id")[:limit]
     )
-    return Neighbourhood(entity, ranked, relations)
+    for relation in relations:
+        relation.source, relation.target = by_id[relation.source_id], by_id[relation.target_id]
+    return relations
 
 
 def top_entities(*, user: AbstractBaseUser, limit: int = 300, entity_type: str = "", query: str = ""):

@@ -84,14 +84,6 @@ def _edge(relation: Relation) -> dict:
     }
 
 
-def _relations_among(user, ids: set) -> list[Relation]:
-    return list(
-        Relation.objects.filter(user=user, source_id__in=ids, target_id__in=ids).order_by(
-            "-strength", "-frequency", "id"
-        )[:MAX_EDGES]
-    )
-
-
 def _cap_message(shown: int, total: int) -> str:
     return f"Showing {shown} of {total} entities — refine the search" if total > shown else ""
 
@@ -130,7 +122,7 @@ def graph_data(request: HttpRequest) -> JsonResponse:
     entities = list(graph.top_entities(limit=limit, **filters))
     # Count every match (limit=None: the unsliced query) only when the page is full; otherwise it is all of them.
     total = len(entities) if len(entities) < limit else graph.top_entities(limit=None, **filters).count()
-    relations = _relations_among(request.user, {entity.pk for entity in entities})
+    relations = graph.relations_among(request.user, entities, limit=MAX_EDGES)
     return JsonResponse(
         {
             "nodes": [_node(entity, memory_count=entity.memory_count) for entity in entities],
@@ -150,17 +142,14 @@ def entity_neighbors(request: HttpRequest, pk: uuid.UUID) -> JsonResponse:
     """Entities within ?depth= hops (1-3) of one entity, nearest first, and the relations among all of them."""
     depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
-    # One more than drawable: a full answer tells the page that some neighbours were left out.
-    found = graph.neighbourhood(user=request.user, entity=entity, depth=depth, limit=MAX_NODES + 1)
-    neighbours = found.entities[:MAX_NODES]
-    relations = _relations_among(request.user, {entity.pk, *(neighbour.pk for neighbour, _ in neighbours)})
+    found = graph.neighbourhood(user=request.user, entity=entity, depth=depth, limit=MAX_NODES)
     return JsonResponse(
         {
             "center": _node(entity, hops=0),
-            "nodes": [_node(neighbour, hops=hops) for neighbour, hops in neighbours],
-            "edges": [_edge(relation) for relation in relations],
+            "nodes": [_node(neighbour, hops=hops) for neighbour, hops in found.entities],
+            "edges": [_edge(relation) for relation in found.relations[:MAX_EDGES]],
             "depth": depth,
-            "truncated": len(found.entities) > MAX_NODES,
+            "truncated": found.truncated,
             "max_nodes": MAX_NODES,
         }
     )

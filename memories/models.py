@@ -171,10 +171,9 @@ class Relation(MirroredModel):
                 fields=["user", "source", "target", "relation_type"], name="unique_relation_per_user"
             )
         ]
-        indexes = [
-            models.Index(fields=["user", "source"], name="relation_user_source"),
-            models.Index(fields=["user", "target"], name="relation_user_target"),
-        ]
+        # The unique constraint's index (user, source, target, …) serves lookups by source; this one serves
+        # lookups by target and, holding the source too, answers a graph hop without reading the table.
+        indexes = [models.Index(fields=["user", "target", "source"], name="relation_user_target_source")]
 
     def __str__(self) -> str:
         return f"{self.source.name} -{self.relation_type}-> {self.target.name}"

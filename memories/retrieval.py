@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import AgentSession
 from core import hybrid, stores
+from core.queries import owned_by_pk
 from core.text import lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
@@ -212,20 +213,11 @@ def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
     return scores
 
 
-def _owned(user, ids) -> QuerySet[Memory]:
-    """The user's memories among `ids`, looked up by primary key.
-
-    Comparing `user_id + 0` keeps SQLite's planner (no table statistics) off the per-user indexes, which
-    walk every memory of the user: 13 ms instead of ~1 ms at 10,000.
-    """
-    return Memory.objects.alias(owner=F("user_id") + 0).filter(owner=user.pk, pk__in=list(ids))
-
-
 def _filtered(user, memory_types, min_importance, session, time_range, now, ids=None):
     if ids is None:
         memories = Memory.objects.filter(user=user)
     else:
-        memories = _owned(user, ids)
+        memories = owned_by_pk(Memory.objects.all(), user, ids)
     memories = memories.filter(archived_at=None).exclude(expires_at__lte=now)
     if memory_types:
         memories = memories.filter(memory_type__in=list(memory_types))
@@ -252,7 +244,7 @@ def _candidates(user, ids, memory_types, min_importance, session, time_range, no
 
 
 def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
-    memories = _owned(user, ids).select_related("session")
+    memories = owned_by_pk(Memory.objects.select_related("session"), user, ids)
     return {str(memory.pk): memory for memory in memories}
 
 

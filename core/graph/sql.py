@@ -1,7 +1,6 @@
 """The default graph store: the Entity and Relation tables are the graph, walked hop by hop in SQL."""
 
 from django.db import connection
-from django.db.models import Q
 
 from core.graph.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
 
@@ -40,12 +39,14 @@ class SqlGraphStore(GraphStore):
         for distance in range(1, depth + 1):
             if not frontier or len(found) >= limit:
                 break
-            edges = Relation.objects.filter(user_id=user_id).filter(
-                Q(source_id__in=frontier) | Q(target_id__in=frontier)
-            )
-            reached = set()
-            for source_id, target_id in edges.values_list("source_id", "target_id"):
-                reached.update({str(source_id), str(target_id)})
+            # Two index-only lookups, (user, source, target) and (user, target, source), joined by UNION ALL:
+            # SQLite does not split `source IN … OR target IN …` over two indexes and read every relation of
+            # the user instead (depth 2 at 30,000 relations: 18 ms p50, now ~1 ms; bench/results/graph.md).
+            relations = Relation.objects.filter(user_id=user_id).order_by()
+            outgoing = relations.filter(source_id__in=frontier).values_list("target_id", flat=True)
+            incoming = relations.filter(target_id__in=frontier).values_list("source_id", flat=True)
+            # order_by() again: Django would sort the compound statement by Relation.Meta.ordering.
+            reached = {str(entity_id) for entity_id in outgoing.union(incoming, all=True).order_by()}
             frontier = reached - seen
             seen |= frontier
             found.extend(Neighbor(entity_id, distance) for entity_id in sorted(frontier))
