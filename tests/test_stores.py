@@ -1,9 +1,19 @@
 """The embedded stores have one owner process; a second process gets a clear error, not a crash."""
 
+import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from core import stores
+from memories import mirror
+from memories.retrieval import search_memories
+from memories.services import memory_create
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,3 +113,27 @@ def test_memory_tool_in_a_shell_while_the_server_holds_the_store(tmp_path):
     assert "李四是前端工程师" in result.stdout
     assert "only one process can open it" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.django_db
+def test_optimize_vectors_optimizes_each_embedded_collection_and_keeps_it_searchable(
+    user, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):  # the mirror writes on commit
+        memory_create(user=user, content="李四是前端工程师", memory_type="semantic")
+        memory_create(user=user, content="王五是产品经理", memory_type="semantic")
+    out = io.StringIO()
+    call_command("optimize_vectors", stdout=out)
+    assert re.search(
+        rf"^{mirror.COLLECTION}: 2 points; indexed vectors \d+ -> \d+; segments", out.getvalue(), re.M
+    )
+    hits = search_memories(user=user, query="前端工程师", limit=1).hits
+    assert hits[0].memory.content == "李四是前端工程师"
+
+
+def test_optimize_vectors_leaves_a_qdrant_server_alone(settings):
+    settings.QDRANT_URL = ":memory:"
+    stores.reset(embeddings=False)
+    out = io.StringIO()
+    call_command("optimize_vectors", stdout=out)
+    assert "optimizes its collections itself" in out.getvalue()
