@@ -20,7 +20,7 @@ bench/results/knowledge.md.
    every chunk is a variant of one of them (sentences rotated, two replaced) whose dense vectors are the base
    vectors plus small Gaussian noise (cosine ~0.95 to the base); each chunk gets its own sparse vector from
    core.text.sparse_document_vector. Rows go in with bulk_create, points with EdgeVectorStore.upsert. Latency is
-   measured before EdgeVectorStore.optimize (the state Mnemo runs in: nothing in the app calls optimize) and after.
+   measured before EdgeVectorStore.optimize (the state until an operator runs `manage.py optimize_vectors`) and after.
 """
 
 from __future__ import annotations
@@ -1832,14 +1832,15 @@ def reading(ingestion, search) -> str:
         plain = largest["runs"].get("not optimized")
         if optimized and plain:
             lines.append(
-                f"- **Slow path: the Edge store is never optimized.** Nothing in Mnemo calls "
-                f"EdgeVectorStore.optimize and Edge does not optimize in the background, so a user of the embedded "
-                f"default searches unindexed segments: at {largest_size:,} chunks the three vector searches take p50 "
+                f"- **Slow path: an Edge store that was never optimized.** Edge does not optimize in the background "
+                f"and only `manage.py optimize_vectors` (server stopped) calls EdgeVectorStore.optimize, so until an "
+                f"operator runs it the embedded default searches unindexed segments: at {largest_size:,} chunks the "
+                "three vector searches take p50 "
                 f"{pct(plain['store'], 50):.0f} ms against {pct(optimized['store'], 50):.0f} ms after optimize "
                 f"(whole search p50 {pct(plain['total'], 50):.0f} against {pct(optimized['total'], 50):.0f} ms). "
-                f"Optimize itself took {largest['optimize']:.0f} s at {largest_size:,} points and blocks the shard. "
-                "Suggested (not applied): run optimize from a background job after large ingestions (e.g. when a "
-                "collection has grown by some thousands of points since the last run), never in a request."
+                f"Optimize itself took {largest['optimize']:.0f} s at {largest_size:,} points, and the binding holds "
+                "the GIL throughout, which rules out a background thread in the serving process: every request "
+                "would stall for that long."
             )
         check = largest.get("sql")
         if check:
