@@ -158,6 +158,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
 MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
+# Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
+# often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
+MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
+CELERY_BEAT_SCHEDULE = {
+    "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+}
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------
 LOGIN_URL = "login"

@@ -99,20 +99,17 @@ def start_periodic(task: Task, every_seconds: float) -> threading.Event:
     return stop
 
 
-MIRROR_SWEEP_SECONDS = 30.0
-
-
 def start_background_work() -> None:
     """In the serving process on embedded defaults, re-mirror rows other processes could not (the store is ours).
 
-    With Celery the worker retries each mirror task itself and a Qdrant server has no single owner, so
-    nothing is started.
+    With Celery, `celery -A config beat` runs the same sweep (settings.CELERY_BEAT_SCHEDULE), so nothing is
+    started here.
     """
     if uses_celery() or settings.MNEMO_TASKS_EAGER:
         return
     from memories.tasks import sync_unsynced_memories
 
-    start_periodic(sync_unsynced_memories, MIRROR_SWEEP_SECONDS)
+    start_periodic(sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS)
 
 
 def worker_description() -> str:

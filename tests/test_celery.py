@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -112,3 +113,77 @@ def test_a_task_runs_in_the_worker_process_not_here(celery_settings, worker, tmp
     dispatch.dispatch(write_marker, str(marker), f"pid-free marker {os.getpid()}").get(timeout=60)
     assert marker.read_text() == f"pid-free marker {os.getpid()}"
     assert dispatch.worker_description().startswith("Celery via redis://127.0.0.1:")
+
+
+CREATE_PENDING_MEMORY = """
+from django.contrib.auth import get_user_model
+from memories.models import Memory
+user = get_user_model().objects.create_user("beat-user")
+# As an outage leaves it: the row committed, its mirror write failed and its task's retries ran out.
+(memory,) = Memory.objects.bulk_create([Memory(user=user, content="李四是前端工程师", memory_type="semantic")])
+print(memory.pk.hex)
+"""
+
+
+def mirror_state(database: Path, memory_hex: str) -> str:
+    with sqlite3.connect(database) as connection:
+        row = connection.execute(
+            "SELECT mirror_state FROM memories_memory WHERE id = ?", (memory_hex,)
+        ).fetchone()
+    return row[0]
+
+
+def test_beat_sweeps_up_a_memory_a_vector_store_outage_left_pending(redis_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_", "CELERY_"))}
+    env.update(
+        MNEMO_DATA_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        # Its own redis database: the module's worker serves another data dir.
+        CELERY_BROKER_URL=redis_url.rsplit("/", 1)[0] + "/1",
+        MNEMO_MIRROR_SWEEP_SECONDS="1",
+        C_FORCE_ROOT="1",
+    )
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    created = subprocess.run(
+        [*manage, "shell", "-c", CREATE_PENDING_MEMORY],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    memory_hex = created.stdout.strip().splitlines()[-1]
+    database = tmp_path / "mnemo.sqlite3"
+    assert mirror_state(database, memory_hex) == "pending"
+
+    celery = [sys.executable, "-m", "celery", "-A", "config"]
+    processes = [
+        subprocess.Popen(
+            [*celery, "worker", "--pool=solo", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        subprocess.Popen(
+            [*celery, "beat", "--loglevel=WARNING", "--schedule", str(tmp_path / "beat-schedule")],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+    ]
+    try:
+        deadline = time.monotonic() + 90
+        while mirror_state(database, memory_hex) != "synced" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert mirror_state(database, memory_hex) == "synced"
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()

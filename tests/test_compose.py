@@ -11,7 +11,7 @@ SERVICES = COMPOSE["services"]
 
 
 def test_it_has_the_production_services():
-    assert set(SERVICES) == {"web", "worker", "postgres", "redis", "qdrant", "neo4j"}
+    assert set(SERVICES) == {"web", "worker", "beat", "postgres", "redis", "qdrant", "neo4j"}
 
 
 def test_every_service_has_a_health_check_and_stateful_ones_a_volume():
@@ -23,7 +23,7 @@ def test_every_service_has_a_health_check_and_stateful_ones_a_volume():
         assert volume in COMPOSE["volumes"]
 
 
-def test_web_and_worker_get_every_production_variable_the_settings_read():
+def test_web_worker_and_beat_get_every_production_variable_the_settings_read():
     settings_text = (ROOT / "config" / "settings.py").read_text()
     read = set(re.findall(r'env_\w+\(\s*"([A-Z0-9_]+)"', settings_text))
     production = {
@@ -32,7 +32,7 @@ def test_web_and_worker_get_every_production_variable_the_settings_read():
         if name.startswith(("DATABASE_", "QDRANT_", "NEO4J_", "EMBED_", "LLM_", "CELERY_"))
         and name not in {"CELERY_RESULT_BACKEND", "QDRANT_VECTOR_SIZE", "LLM_TIMEOUT"}
     } | {"DATABASE_URL"}
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "beat"):
         environment = SERVICES[name]["environment"]
         assert production <= set(environment), production - set(environment)
 
@@ -45,6 +45,7 @@ def test_the_wiring_points_at_the_compose_services():
     assert environment["NEO4J_URI"] == "bolt://neo4j:7687"
     assert SERVICES["web"]["ports"] == ["8000:8000"]
     assert "celery -A config worker" in SERVICES["worker"]["command"]
+    assert "celery -A config beat" in SERVICES["beat"]["command"]
     assert "gunicorn config.wsgi" in SERVICES["web"]["command"]
     assert SERVICES["neo4j"]["image"].startswith("neo4j:5")
 
