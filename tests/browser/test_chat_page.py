@@ -9,21 +9,8 @@ from tests.fake_llm import FakeLLM
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def csp_violations(page: Page) -> list:
-    violations = []
-    page.on(
-        "console",
-        lambda message: "Content Security Policy" in message.text and violations.append(message.text),
-    )
-    return violations
-
-
-def log_in_and_start_a_chat(page: Page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
+def start_a_chat(page: Page, log_in) -> None:
+    log_in("alice")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Chat").click()
     expect(page.get_by_role("heading", name="Chat", exact=True)).to_be_visible()
     page.get_by_role("button", name="New chat").click()
@@ -33,9 +20,9 @@ def log_in_and_start_a_chat(page: Page, live_server) -> None:
 
 
 def test_without_an_llm_the_answer_is_marked_retrieval_only(
-    live_server, page: Page, user, csp_violations, tmp_path
+    page: Page, log_in, user, csp_violations, tmp_path
 ):
-    log_in_and_start_a_chat(page, live_server)
+    start_a_chat(page, log_in)
 
     page.get_by_label("Message").fill("我叫小明，我是一名设计师。")
     page.get_by_label("Message").press("Enter")
@@ -52,14 +39,14 @@ def test_without_an_llm_the_answer_is_marked_retrieval_only(
 
 
 def test_with_an_llm_the_answer_streams_and_the_saved_memory_can_be_undone(
-    live_server, page: Page, user, settings, csp_violations
+    page: Page, log_in, user, settings, csp_violations
 ):
     with FakeLLM() as fake:
         settings.LLM_BASE_URL = fake.url
         settings.LLM_API_KEY = "test"
         settings.LLM_MODEL = "fake-model"
         settings.LLM_TIMEOUT = 10
-        log_in_and_start_a_chat(page, live_server)
+        start_a_chat(page, log_in)
 
         page.get_by_label("Message").fill("My name is Alice and I work as a data engineer.")
         page.get_by_role("button", name="Send").click()

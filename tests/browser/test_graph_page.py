@@ -22,27 +22,13 @@ def explorer():
         pytest.fail("node_modules/cytoscape is missing: run `npm ci --omit=dev` (make does)")
 
 
-def log_in(page: Page, live_server, username: str) -> list:
-    csp_violations: list = []
-    page.on(
-        "console",
-        lambda message: "Content Security Policy" in message.text and csp_violations.append(message.text),
-    )
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible(timeout=WAIT)
-    return csp_violations
-
-
 def test_graph_draws_the_demo_data_and_explains_a_tapped_node(
-    live_server, page: Page, django_user_model, explorer, tmp_path
+    page: Page, log_in, csp_violations, django_user_model, explorer, tmp_path
 ):
     user = django_user_model.objects.create_user(username="alice", password="correct horse battery")
     assert load_demo_data(user)
     li_memory = Memory.objects.get(user=user, content__startswith="李四是前端工程师")
-    csp_violations = log_in(page, live_server, "alice")
+    log_in("alice")
 
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Graph").click()
     expect(page.get_by_role("heading", name="Entity graph")).to_be_visible()
@@ -74,11 +60,11 @@ def test_graph_draws_the_demo_data_and_explains_a_tapped_node(
 
 
 def test_graph_search_and_type_filter_redraw_the_network(
-    live_server, page: Page, django_user_model, explorer
+    live_server, page: Page, log_in, csp_violations, django_user_model, explorer
 ):
     user = django_user_model.objects.create_user(username="bob", password="correct horse battery")
     assert load_demo_data(user)
-    csp_violations = log_in(page, live_server, "bob")
+    log_in("bob")
     page.goto(f"{live_server.url}/graph/")
     page.wait_for_function(READY)
 

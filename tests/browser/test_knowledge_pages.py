@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_upload_watch_the_row_become_ready_then_read_the_document(
-    live_server, page: Page, django_user_model, monkeypatch, tmp_path
+    page: Page, log_in, csp_violations, django_user_model, monkeypatch, tmp_path
 ):
     # This test plays the worker: the upload queues the ingestion here instead of running it, so the row is
     # seen in progress and then moving on with nobody touching the page: only the row's polling can show that.
@@ -22,16 +22,8 @@ def test_upload_watch_the_row_become_ready_then_read_the_document(
     note.write_text(
         "# Lisbon trip\n\nThe team meets at the harbour on Friday.\n\n## Hotel\n\nNear the river.\n"
     )
-    csp_violations = []
-    page.on(
-        "console",
-        lambda message: "Content Security Policy" in message.text and csp_violations.append(message),
-    )
 
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
+    log_in("alice")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Knowledge").click()
     expect(page.get_by_role("heading", name="Knowledge base")).to_be_visible()
     expect(page.get_by_text("No documents yet")).to_be_visible()

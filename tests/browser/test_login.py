@@ -8,15 +8,10 @@ from memories.services import memory_create
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, tmp_path):
+def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, csp_violations, tmp_path):
     user = django_user_model.objects.create_user(username="alice", password="correct horse battery")
     memory_create(
         user=user, content="李四是前端工程师，擅长React和Vue.js开发", memory_type="semantic", importance=0.7
-    )
-    csp_violations = []
-    page.on(
-        "console",
-        lambda message: "Content Security Policy" in message.text and csp_violations.append(message),
     )
 
     page.goto(f"{live_server.url}/")
@@ -38,14 +33,11 @@ def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, t
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
 
 
-def test_memory_filter_swaps_the_table_with_htmx(live_server, page: Page, django_user_model):
+def test_memory_filter_swaps_the_table_with_htmx(live_server, page: Page, log_in, django_user_model):
     user = django_user_model.objects.create_user(username="bob", password="correct horse battery")
     memory_create(user=user, content="an episodic event", memory_type="episodic")
     memory_create(user=user, content="a semantic fact", memory_type="semantic")
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("bob")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
+    log_in("bob")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Memories").click()
     expect(page.get_by_text("a semantic fact")).to_be_visible()
 

@@ -9,22 +9,14 @@ from memories.services import memory_create
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_search_then_edit_a_memory_inline(live_server, page: Page, django_user_model):
+def test_search_then_edit_a_memory_inline(live_server, page: Page, log_in, csp_violations, django_user_model):
     user = django_user_model.objects.create_user(username="alice", password="correct horse battery")
     memory = memory_create(
         user=user, content="the team meeting is in Berlin", memory_type="episodic", importance=0.6
     )
     memory_create(user=user, content="bought apples and pears at the market", memory_type="episodic")
-    csp_violations = []
-    page.on(
-        "console",
-        lambda message: "Content Security Policy" in message.text and csp_violations.append(message),
-    )
 
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("correct horse battery")
-    page.get_by_role("button", name="Log in").click()
+    log_in("alice")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Memories").click()
     expect(page.get_by_role("heading", name="Memories")).to_be_visible()
     # A full page load would drop this marker; htmx swaps keep it.
