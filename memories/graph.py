@@ -111,7 +111,9 @@ def neighbourhood(
     # One more than asked for tells whether some were left out.
     found = stores.graph_store().neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit + 1)
     hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
-    entities = owned_by_pk(Entity.objects.all(), user, hops)
+    entities = owned_by_pk(
+        Entity.objects.order_by(), user, hops
+    )  # ranked below; Meta.ordering would sort twice
     ranked = sorted(((e, hops[str(e.pk)]) for e in entities), key=lambda pair: (pair[1], -pair[0].frequency))
     ranked = ranked[:limit]
     relations = relations_among(user, [entity, *(e for e, _ in ranked)], limit=3 * limit)
