@@ -14,8 +14,12 @@ keeps it). Prints Markdown tables and writes bench/results/graph.md.
    distribution, so a few hubs hold thousands of relations, inserted with bulk_create. For 200 random start
    entities, SqlGraphStore.neighbors(user_id, [start], depth) at depths 1, 2, 3 and memories.graph.neighbourhood()
    (which also loads the Entity and Relation rows), all interleaved per start. Every SQL statement is timed through
-   connection.execute_wrapper to show where the time goes; EXPLAIN QUERY PLAN of the per-hop query is reported.
-   Index experiments run last, on this temporary database only (the project's models are not changed).
+   connection.execute_wrapper to show where the time goes. EXPLAIN QUERY PLAN of the hop query and of
+   neighbourhood()'s entity and relation queries, now and before.
+3. Before / now: the previous hop query and neighbourhood() (before_neighbors, before_neighbourhood below) against
+   the current code, in the same run on the same starts, before and now back to back in alternating order, after
+   checking that both find the same entities and relations. The machine's 2 shared cores make runs differ by tens
+   of percent, so the two versions are compared side by side, never across runs.
 """
 
 from __future__ import annotations
@@ -757,17 +761,56 @@ def run_neighbours(args: argparse.Namespace) -> dict:
                 run["found"].append(count)
                 run["relations"].append(relations)
                 run["start_degree"].append(built["degree"].get(start, 0))
-    plans = explain_hops(user, store, starts)
-    experiments = {}
-    if not args.no_experiments:
-        print("  candidate fixes …", flush=True)
-        experiments = index_experiments(user, store, starts, args)
-        experiments["neighbourhood"] = neighbourhood_experiment(user, starts, args)
-    return {"built": built, "runs": out, "plans": plans, "experiments": experiments, "starts": len(starts)}
+    plans = explain_queries(user, store, entities, starts)
+    comparison = None
+    if not args.no_compare:
+        print("  before/now comparison …", flush=True)
+        comparison = run_comparison(user, store, entities, starts[: args.compare_starts])
+    return {"built": built, "runs": out, "plans": plans, "comparison": comparison, "starts": len(starts)}
+
+
+# The queries of the current code, built the way it builds them (explain_queries checks that the SQL is the same
+# as what SqlGraphStore.neighbors and memories.graph.neighbourhood execute).
 
 
 def hop_queryset(user_id, frontier):
-    """The per-hop query of SqlGraphStore.neighbors, built the same way."""
+    """The per-hop query of SqlGraphStore.neighbors: a source lookup and a target lookup joined by UNION ALL."""
+    from memories.models import Relation
+
+    relations = Relation.objects.filter(user_id=user_id).order_by()
+    outgoing = relations.filter(source_id__in=frontier).values_list("target_id", flat=True)
+    incoming = relations.filter(target_id__in=frontier).values_list("source_id", flat=True)
+    return outgoing.union(incoming, all=True).order_by()
+
+
+def entities_queryset(user, ids):
+    """memories.graph.neighbourhood's entity rows: by primary key, with `user_id + 0` (core.queries.owned_by_pk)."""
+    from core.queries import owned_by_pk
+    from memories.models import Entity
+
+    return owned_by_pk(Entity.objects.order_by(), user, ids)
+
+
+def relations_queryset(user, ids, limit: int):
+    """memories.graph.relations_among's query (the endpoints are attached from the loaded entities afterwards)."""
+    from memories.graph import RELATION_FIELDS
+    from memories.models import Relation
+
+    ids = list(dict.fromkeys(ids))
+    return (
+        Relation.objects.filter(user=user, source_id__in=ids, target_id__in=ids)
+        .only(*RELATION_FIELDS)
+        .order_by("-strength", "-frequency", "id")[:limit]
+    )
+
+
+# --- The previous code, for the before/now comparison ----------------------------------------------------------------
+# As it was before the hop query became a UNION ALL (and the (user, source) / (user, target) indexes gave way to
+# (user, target, source)), and before neighbourhood() loaded its rows by primary key without select_related.
+
+
+def before_hop_queryset(user_id, frontier):
+    """The previous per-hop query: one OR over both endpoints, with Relation.Meta.ordering (-strength) left on."""
     from django.db.models import Q
 
     from memories.models import Relation
@@ -779,204 +822,168 @@ def hop_queryset(user_id, frontier):
     )
 
 
-def explain_hops(user, store, starts) -> dict:
-    """EXPLAIN QUERY PLAN of the hop query with a one-entity frontier and with a depth-2 frontier."""
-    from memories.models import Entity, Relation
+def before_neighbors(user_id: str, entity_ids: list[str], depth: int = 1, limit: int = 300) -> list:
+    """The previous SqlGraphStore.neighbors: the same breadth-first loop around before_hop_queryset."""
+    from core.graph.base import Neighbor, check_depth
 
-    first = [str(starts[0])]
-    second = [n.entity_id for n in store.neighbors(str(user.pk), first, depth=1)] or first
-    plans = {
-        "hop 1 (frontier of 1)": hop_queryset(user.pk, first).explain(),
-        f"hop 2 (frontier of {len(second)})": hop_queryset(user.pk, second).explain(),
-    }
-    ids = [starts[0], *second[:300]]
-    plans["neighbourhood: relations among the found entities"] = (
-        Relation.objects.filter(user=user, source_id__in=ids, target_id__in=ids)
-        .select_related("source", "target")[:900]
-        .explain()
-    )
-    plans["neighbourhood: entity rows"] = Entity.objects.filter(user=user, pk__in=ids).explain()
-    return plans
+    check_depth(depth)
+    seen = {str(entity_id) for entity_id in entity_ids}
+    frontier = set(seen)
+    found: list[Neighbor] = []
+    for distance in range(1, depth + 1):
+        if not frontier or len(found) >= limit:
+            break
+        reached = set()
+        for source_id, target_id in before_hop_queryset(user_id, frontier):
+            reached.update({str(source_id), str(target_id)})
+        frontier = reached - seen
+        seen |= frontier
+        found.extend(Neighbor(entity_id, distance) for entity_id in sorted(frontier))
+    return found[:limit]
 
 
-def index_experiments(user, store, starts, args) -> dict:
-    """Candidate fixes measured on this temporary database only, same starts, two interleaved rounds (better
-    median kept): the hop query without the Meta ordering (Relation orders by -strength), the hop as a UNION ALL of
-    a source and a target lookup, each also with covering indexes (user, source, target) / (user, target, source)."""
-    import uuid
+def before_entities_queryset(user, ids):
+    from memories.models import Entity
 
-    from django.db import connection
+    return Entity.objects.filter(user=user, pk__in=list(ids))
 
+
+def before_relations_queryset(user, ids, limit: int):
     from memories.models import Relation
 
-    table = Relation._meta.db_table
-
-    def walk(hop):
-        """SqlGraphStore.neighbors' loop (limit 300) with `hop(user_id, frontier)` yielding (source, target)."""
-
-        def neighbors(user_id, entity_ids, depth):
-            seen = {str(e) for e in entity_ids}
-            frontier = set(seen)
-            found = []
-            for _distance in range(1, depth + 1):
-                if not frontier or len(found) >= 300:
-                    break
-                reached = set()
-                for source_id, target_id in hop(user_id, frontier):
-                    reached.update({str(source_id), str(target_id)})
-                frontier = reached - seen
-                seen |= frontier
-                found.extend(sorted(frontier))
-            return found[:300]
-
-        return neighbors
-
-    def unordered(user_id, frontier):
-        return hop_queryset(user_id, frontier).order_by()
-
-    def union_sql(user_id, frontier):
-        marks = ",".join(["%s"] * len(frontier))
-        hexes = [uuid.UUID(str(f)).hex for f in frontier]
-        sql = (
-            f"SELECT source_id, target_id FROM {table} WHERE user_id = %s AND source_id IN ({marks}) "
-            f"UNION ALL SELECT source_id, target_id FROM {table} WHERE user_id = %s AND target_id IN ({marks})"
-        )
-        return sql, [user_id, *hexes, user_id, *hexes]
-
-    def union(user_id, frontier):
-        sql, params = union_sql(user_id, frontier)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return [(uuid.UUID(s), uuid.UUID(t)) for s, t in cursor.fetchall()]
-
-    def explain_union(user_id, frontier) -> str:
-        sql, params = union_sql(user_id, frontier)
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(" ".join(str(c) for c in row) for row in cursor.fetchall())
-
-    variants = {
-        "as is (SqlGraphStore.neighbors)": lambda u, e, d: store.neighbors(u, e, depth=d),
-        "hop query with .order_by() (no ORDER BY strength)": walk(unordered),
-        "hop as UNION ALL of a source and a target lookup": walk(union),
-    }
-    for start in starts[:10]:  # the variants must find the same entities
-        for depth in (1, 2, 3):
-            expected = {n.entity_id for n in store.neighbors(str(user.pk), [str(start)], depth=depth)}
-            for label, fn in list(variants.items())[1:]:
-                got = set(fn(str(user.pk), [str(start)], depth))
-                if len(expected) < 300 and got != expected:
-                    raise AssertionError(f"{label} finds other entities than neighbors() at depth {depth}")
-
-    def measure(fn) -> dict:
-        out = {}
-        for depth in (1, 2, 3):
-            spent = []
-            for start in starts[: args.experiment_starts]:
-                t0 = time.perf_counter()
-                fn(str(user.pk), [str(start)], depth)
-                spent.append(1000 * (time.perf_counter() - t0))
-            out[depth] = spent
-        return out
-
-    def rounds(suffix: str) -> dict:
-        best: dict = {}
-        for round_ in range(2):
-            items = list(variants.items())
-            for label, fn in items if round_ == 0 else items[::-1]:
-                got = measure(fn)
-                key = label + suffix
-                best[key] = (
-                    got if key not in best else {d: min(best[key][d], got[d], key=np.median) for d in got}
-                )
-        return best
-
-    results = rounds("")
-    union_plan = explain_union(user.pk, [str(starts[0])])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX bench_rel_user_source_target ON {table} (user_id, source_id, target_id)"
-        )
-        cursor.execute(
-            f"CREATE INDEX bench_rel_user_target_source ON {table} (user_id, target_id, source_id)"
-        )
-    try:
-        results.update(rounds(" + covering indexes"))
-        plans = {
-            "hop query as is, with the covering indexes": hop_queryset(user.pk, [str(starts[0])]).explain(),
-            "hop query with .order_by(), with the covering indexes": unordered(
-                user.pk, [str(starts[0])]
-            ).explain(),
-            "hop as UNION ALL, existing indexes": union_plan,
-            "hop as UNION ALL, with the covering indexes": explain_union(user.pk, [str(starts[0])]),
-        }
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("DROP INDEX bench_rel_user_source_target")
-            cursor.execute("DROP INDEX bench_rel_user_target_source")
-    return {"results": results, "plans": plans}
+    return Relation.objects.filter(user=user, source_id__in=ids, target_id__in=ids).select_related(
+        "source", "target"
+    )[:limit]
 
 
-def lean_neighbourhood(user, entity, depth: int, limit: int = 300):
-    """memories.graph.neighbourhood with two query changes (a candidate, not applied): the entity rows by primary
-    key with `user_id + 0` (as memories/retrieval.py does, so SQLite does not walk the user's index), and the
-    relations without select_related and only the fields RelationOut shows: their endpoints are the entities
-    just loaded."""
-    from django.db.models import F
-
-    from core import stores
-    from memories.models import Entity, Relation
-
-    found = stores.graph_store().neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit)
+def before_neighbourhood(user, entity, depth: int = 1, limit: int = 300):
+    """The previous memories.graph.neighbourhood, walking with before_neighbors: (ranked entities, relations)."""
+    found = before_neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit)
     hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
-    entities = Entity.objects.alias(owner=F("user_id") + 0).filter(owner=user.pk, pk__in=list(hops))
+    entities = before_entities_queryset(user, hops)
     ranked = sorted(((e, hops[str(e.pk)]) for e in entities), key=lambda pair: (pair[1], -pair[0].frequency))
-    by_id = {entity.pk: entity, **{e.pk: e for e, _ in ranked}}
-    relations = list(
-        Relation.objects.filter(user=user, source_id__in=list(by_id), target_id__in=list(by_id)).only(
-            "id", "user_id", "source_id", "target_id", "relation_type", "strength", "frequency", "evidence_id"
-        )[: limit * 3]
-    )
-    for relation in relations:
-        relation.source, relation.target = by_id[relation.source_id], by_id[relation.target_id]
+    ids = {entity.pk, *(e.pk for e, _ in ranked)}
+    relations = list(before_relations_queryset(user, ids, limit * 3))
     return ranked, relations
 
 
-def neighbourhood_experiment(user, starts, args) -> dict:
-    from memories import graph
-    from memories.models import Entity
+class SqlRecorder:
+    """connection.execute_wrapper that keeps the SQL text of every statement."""
 
-    entities = {e.pk: e for e in Entity.objects.filter(pk__in=starts)}
-    for start in starts[:10]:  # the candidate must return the same entities and relations
-        for depth in (1, 2, 3):
-            a = graph.neighbourhood(user=user, entity=entities[start], depth=depth)
-            ranked, relations = lean_neighbourhood(user, entities[start], depth)
-            if {e.pk for e, _ in a.entities} != {e.pk for e, _ in ranked}:
-                raise AssertionError("lean_neighbourhood finds other entities")
-            if len(relations) < 900 and {r.pk for r in a.relations} != {r.pk for r in relations}:
-                raise AssertionError("lean_neighbourhood finds other relations")
-    variants = {
-        "memories.graph.neighbourhood as is": lambda e, d: graph.neighbourhood(user=user, entity=e, depth=d),
-        "entities by pk (user_id + 0); relations .only(RelationOut fields), no select_related": lambda e, d: (
-            lean_neighbourhood(user, e, d)
-        ),
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+def explain_queries(user, store, entities, starts) -> dict:
+    """EXPLAIN QUERY PLAN of the hop query (now: a frontier of one entity and the depth-2 frontier; before: one
+    entity) and of neighbourhood()'s entity and relation queries at depth 2, now and before. The start is the
+    first one with at least two neighbours, so the second hop has a frontier of several entities."""
+    from django.db import connection
+
+    from memories import graph
+
+    uid = str(user.pk)
+    center = next(
+        (entities[s] for s in starts if len(store.neighbors(uid, [str(s)], depth=1)) >= 2),
+        entities[starts[0]],
+    )
+    first = {str(center.pk)}
+    second = {n.entity_id for n in store.neighbors(uid, list(first), depth=1)} or first
+    recorder = SqlRecorder()
+    with connection.execute_wrapper(recorder):
+        found = graph.neighbourhood(user=user, entity=center, depth=2)
+    hops = [n.entity_id for n in store.neighbors(uid, list(first), depth=2, limit=301)]
+    ids = [center.pk, *(e.pk for e, _ in found.entities)]
+    mirrored = {
+        "hop_queryset": hop_queryset(uid, first),
+        "entities_queryset": entities_queryset(user, hops),
+        "relations_queryset": relations_queryset(user, ids, 900),
     }
-    best: dict = {}
-    for round_ in range(2):
-        items = list(variants.items())
-        for label, fn in items if round_ == 0 else items[::-1]:
-            got = {}
-            for depth in (1, 2, 3):
-                spent = []
-                for start in starts[: args.experiment_starts]:
-                    t0 = time.perf_counter()
-                    fn(entities[start], depth)
-                    spent.append(1000 * (time.perf_counter() - t0))
-                got[depth] = spent
-            best[label] = (
-                got if label not in best else {d: min(best[label][d], got[d], key=np.median) for d in got}
+    for name, queryset in mirrored.items():  # the bench must explain what the project runs
+        sql, _ = queryset.query.sql_with_params()
+        if sql not in recorder.sql:
+            raise AssertionError(
+                f"{name} no longer builds the SQL that memories.graph.neighbourhood executes"
             )
-    return best
+    return {
+        "now: hop, frontier of 1": hop_queryset(uid, first).explain(),
+        f"now: hop, frontier of {len(second)}": hop_queryset(uid, second).explain(),
+        "before: hop, frontier of 1": before_hop_queryset(uid, first).explain(),
+        f"now: neighbourhood entity rows ({len(hops)} ids)": entities_queryset(user, hops).explain(),
+        f"now: neighbourhood relations ({len(ids)} ids)": relations_queryset(user, ids, 900).explain(),
+        f"before: neighbourhood entity rows ({len(hops)} ids)": before_entities_queryset(
+            user, hops
+        ).explain(),
+        f"before: neighbourhood relations ({len(ids)} ids)": before_relations_queryset(
+            user, set(ids), 900
+        ).explain(),
+    }
+
+
+def run_comparison(user, store, entities, starts) -> dict:
+    """The previous code against the current one on the same starts: first a check that both find the same
+    entities (and relations), then per start every depth of neighbors and neighbourhood, before and now back to
+    back, the order reversed on every other start. Wall time only (no statement timers)."""
+    from memories import graph
+
+    uid = str(user.pk)
+    # Per depth, starts in order until 10 walks stayed under the 300-entity limit. Every walk looked at must give
+    # the same (entity, hops) list, capped or not (the loop is the same, only the hop query differs); under the
+    # limit, neighbourhood() must give the same entities, and the same relations below the 900-relation cap.
+    checked: dict[int, Counter] = {}
+    for depth in (1, 2, 3):
+        counts = checked[depth] = Counter()
+        for start in starts:
+            if counts["under limit"] >= 10:
+                break
+            now = [(n.entity_id, n.distance) for n in store.neighbors(uid, [str(start)], depth=depth)]
+            before = [(n.entity_id, n.distance) for n in before_neighbors(uid, [str(start)], depth=depth)]
+            if now != before:
+                raise AssertionError(f"before_neighbors finds other entities at depth {depth}")
+            counts["walks"] += 1
+            if len(now) >= 300:
+                continue
+            counts["under limit"] += 1
+            result = graph.neighbourhood(user=user, entity=entities[start], depth=depth)
+            ranked, relations = before_neighbourhood(user, entities[start], depth)
+            if result.truncated or {e.pk for e, _ in result.entities} != {e.pk for e, _ in ranked}:
+                raise AssertionError(f"before_neighbourhood finds other entities at depth {depth}")
+            if len(relations) < 900 and len(result.relations) < 900:
+                if {r.pk for r in result.relations} != {r.pk for r in relations}:
+                    raise AssertionError(f"before_neighbourhood finds other relations at depth {depth}")
+                counts["relations"] += 1
+    variants = []
+    for depth in (1, 2, 3):
+        variants += [
+            (("neighbors", depth, "before"), lambda s, d=depth: before_neighbors(uid, [str(s)], depth=d)),
+            (("neighbors", depth, "now"), lambda s, d=depth: store.neighbors(uid, [str(s)], depth=d)),
+        ]
+    for depth in (1, 2, 3):
+        variants += [
+            (
+                ("neighbourhood", depth, "before"),
+                lambda s, d=depth: before_neighbourhood(user, entities[s], d),
+            ),
+            (
+                ("neighbourhood", depth, "now"),
+                lambda s, d=depth: graph.neighbourhood(user=user, entity=entities[s], depth=d),
+            ),
+        ]
+    ms: dict = defaultdict(list)
+    for index, start in enumerate(starts):
+        for key, fn in variants if index % 2 == 0 else variants[::-1]:
+            t0 = time.perf_counter()
+            fn(start)
+            ms[key].append(1000 * (time.perf_counter() - t0))
+    return {"ms": dict(ms), "starts": len(starts), "checked": dict(checked)}
+
+
+def plan_block(plans: dict) -> str:
+    return "\n\n".join(f"{name}:\n\n```\n{plan}\n```" for name, plan in plans.items())
 
 
 def neighbours_report(run: dict) -> tuple[str, str]:
@@ -1010,32 +1017,33 @@ def neighbours_report(run: dict) -> tuple[str, str]:
         ],
         rows,
     )
-    extra = []
-    plans = "\n\n".join(f"{name}:\n\n```\n{plan}\n```" for name, plan in run["plans"].items())
-    extra.append("EXPLAIN QUERY PLAN (SQLite):\n\n" + plans)
-    if run["experiments"]:
-        exp_rows = [
-            [label] + [f"{pct(v[d], 50):.2f} / {pct(v[d], 95):.2f}" for d in (1, 2, 3)]
-            for label, v in run["experiments"]["results"].items()
-        ]
-        extra.append(
-            "Candidate fixes, on this run's temporary database only (SqlGraphStore.neighbors or the same loop with "
-            "another query; p50 / p95 ms):\n\n"
-            + markdown(["hop query", "depth 1", "depth 2", "depth 3"], exp_rows)
-            + "\n\n"
-            + "\n\n".join(
-                f"{name}:\n\n```\n{plan}\n```" for name, plan in run["experiments"]["plans"].items()
+    plans = "EXPLAIN QUERY PLAN (SQLite):\n\n" + plan_block(run["plans"])
+    return table, plans
+
+
+def comparison_table(comparison: dict) -> str:
+    ms = comparison["ms"]
+    rows = []
+    for kind in ("neighbors", "neighbourhood"):
+        for depth in (1, 2, 3):
+            before, now = ms[(kind, depth, "before")], ms[(kind, depth, "now")]
+            rows.append(
+                [
+                    f"{kind} depth {depth}",
+                    f"{pct(before, 50):.2f} / {pct(before, 95):.2f}",
+                    f"{pct(now, 50):.2f} / {pct(now, 95):.2f}",
+                    f"{pct(before, 50) / pct(now, 50):.1f}×",
+                ]
             )
-        )
-        nb_rows = [
-            [label] + [f"{pct(v[d], 50):.1f} / {pct(v[d], 95):.1f}" for d in (1, 2, 3)]
-            for label, v in run["experiments"]["neighbourhood"].items()
-        ]
-        extra.append(
-            "memories.graph.neighbourhood against a candidate with the same results (p50 / p95 ms, same starts, "
-            "interleaved):\n\n" + markdown(["neighbourhood", "depth 1", "depth 2", "depth 3"], nb_rows)
-        )
-    return table, "\n\n".join(extra)
+    return markdown(
+        [
+            f"query ({comparison['starts']} starts)",
+            "before p50 / p95 ms",
+            "now p50 / p95 ms",
+            "before / now (p50)",
+        ],
+        rows,
+    )
 
 
 # --- Main ---------------------------------------------------------------------------------------------------------------
@@ -1049,8 +1057,13 @@ def main() -> None:
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--relations", type=int, default=30_000)
     parser.add_argument("--starts", type=int, default=200, help="random start entities")
-    parser.add_argument("--experiment-starts", type=int, default=100, help="starts for the index experiments")
-    parser.add_argument("--no-experiments", action="store_true")
+    parser.add_argument(
+        "--compare-starts",
+        type=int,
+        default=200,
+        help="starts (the first N of --starts) for the before/now comparison with the previous code",
+    )
+    parser.add_argument("--no-compare", action="store_true", help="skip the before/now comparison")
     parser.add_argument("--skip-extraction", action="store_true")
     parser.add_argument("--skip-neighbours", action="store_true")
     parser.add_argument(
@@ -1059,14 +1072,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     args = parser.parse_args()
     if args.quick:
-        args.texts, args.entities, args.relations, args.starts, args.experiment_starts = (
-            200,
-            2000,
-            6000,
-            50,
-            30,
-        )
-    full = not (args.quick or args.skip_extraction or args.skip_neighbours)
+        args.texts, args.entities, args.relations, args.starts, args.compare_starts = 200, 2000, 6000, 50, 50
+    full = not (args.quick or args.skip_extraction or args.skip_neighbours or args.no_compare)
 
     data_dir = Path(tempfile.mkdtemp(prefix="mnemo-graph-bench-"))
     load_before = load()
@@ -1081,8 +1088,10 @@ def main() -> None:
             print("\n" + table + "\n\n" + load_table + "\n", flush=True)
         if not args.skip_neighbours:
             neighbours = run_neighbours(args)
-            table, extra = neighbours_report(neighbours)
-            print("\n" + table + "\n\n" + extra + "\n", flush=True)
+            table, plans = neighbours_report(neighbours)
+            print("\n" + table + "\n\n" + plans + "\n", flush=True)
+            if neighbours["comparison"]:
+                print(comparison_table(neighbours["comparison"]) + "\n", flush=True)
     finally:
         if args.keep:
             print(f"kept {data_dir}")
@@ -1102,7 +1111,7 @@ def write_report(args, extraction, neighbours, started_at, load_before, load_aft
         f"(1/5/15 min) {load_before} before, {load_after} after. {versions()}.\n",
         "In-process on the embedded default (SQLite, WAL) in a fresh temporary MNEMO_DATA_DIR. The machine has 2 "
         "cores shared with other engineers' jobs: absolute figures move by tens of percent between runs, so "
-        "compare rows within one run.\n",
+        "compare rows within one run (the before/now comparison runs both versions side by side for that reason).\n",
     ]
     if extraction:
         table, load_table = extraction_report(extraction)
@@ -1120,7 +1129,7 @@ def write_report(args, extraction, neighbours, started_at, load_before, load_aft
         ]
     if neighbours:
         built = neighbours["built"]
-        table, extra = neighbours_report(neighbours)
+        table, plans = neighbours_report(neighbours)
         parts += [
             "## Neighbour queries (SQL graph store)\n",
             f"One user with {built['entities']:,} entities and {built['relations']:,} relations (plus a second user "
@@ -1129,17 +1138,74 @@ def write_report(args, extraction, neighbours, started_at, load_before, load_aft
             f"the five largest degrees are {', '.join(map(str, built['top_degrees']))}, the median degree "
             f"{built['median_degree']:.0f}, {built['isolated']} entities have no relation. "
             f"{neighbours['starts']} random start entities; per start, `SqlGraphStore.neighbors(user_id, [start], "
-            "depth)` (limit 300) and `memories.graph.neighbourhood(user, entity, depth)` (neighbors, then the Entity "
-            "rows and the relations among them with select_related) at depths 1-3, all interleaved. SQL time is "
-            "the sum of the statements' execute calls (connection.execute_wrapper; row fetching after execute is "
-            "not in it).\n",
+            "depth)` (limit 300; each hop a UNION ALL of a source lookup and a target lookup) and "
+            "`memories.graph.neighbourhood(user, entity, depth)` (neighbors with limit 301, then the Entity rows by "
+            "primary key through `core.queries.owned_by_pk` and, through `relations_among`, the relations among them "
+            "with only RELATION_FIELDS loaded and their endpoints attached from those rows) at depths 1-3, all "
+            "interleaved. SQL time is the sum of the statements' execute calls (connection.execute_wrapper; row "
+            "fetching after execute is not in it).\n",
             table + "\n",
-            extra + "\n",
+            "The queries explained below are built by helpers in this file (`hop_queryset`, `entities_queryset`, "
+            "`relations_queryset`); the run checks that they produce the same SQL as the statements "
+            "`memories.graph.neighbourhood` executes at depth 2 from the start explained. The `before` plans are of "
+            "the previous code (next section).\n",
+            plans + "\n",
         ]
+        comparison = neighbours["comparison"]
+        if comparison:
+            checked = comparison["checked"]
+            relation_plan = next(
+                searches(plan)[0]
+                for name, plan in neighbours["plans"].items()
+                if name.startswith("before: neighbourhood rel")
+            )
+            parts += [
+                "## Before / now\n",
+                "The previous code, reproduced in this file, against the current code, in the same run on the same "
+                "database. Before: `before_neighbors`, the same breadth-first loop as `SqlGraphStore.neighbors` "
+                "(limit 300) with the previous hop query `Relation.objects.filter(user_id=u).filter(Q(source_id__in=f)"
+                " | Q(target_id__in=f)).values_list('source_id', 'target_id')` (Relation's default ordering left on); "
+                "`before_neighbourhood`, the previous `memories.graph.neighbourhood`: that walk, then "
+                "`Entity.objects.filter(user=user, pk__in=ids)` and `Relation.objects.filter(user=user, "
+                "source_id__in=ids, target_id__in=ids).select_related('source', 'target')[:limit * 3]`. Now: "
+                "`SqlGraphStore.neighbors` and `memories.graph.neighbourhood` as they are.\n",
+                "The database is migrated (memories 0002): the (user, source) and (user, target) indexes of the "
+                "previous schema are gone and (user, target, source) replaces them. That does not handicap the "
+                "previous hop query: it did not use those indexes either (its plan before the migration was `SEARCH "
+                "memories_relation USING INDEX memories_relation_user_id… (user_id=?)` + `USE TEMP B-TREE FOR ORDER "
+                "BY`; its plan in this run is `before: hop` above). The previous neighbourhood's relation query "
+                "searched the unique index before the migration (`SEARCH memories_relation USING INDEX "
+                "sqlite_autoindex_memories_relation_2 (user_id=? AND source_id=? AND target_id=?)`); in this run it "
+                f"plans `{relation_plan}`"
+                + (
+                    ", the same equality search on the three columns through the other index.\n"
+                    if all(f"{c}=?" in relation_plan for c in ("user_id", "source_id", "target_id"))
+                    else ".\n"
+                ),
+                "Same results first, per depth over the starts in order until 10 walks stayed under the "
+                "300-entity limit: neighbors before and now returned the same entities at the same hops in every "
+                "walk looked at ("
+                + ", ".join(f"depth {d}: {c['walks']}" for d, c in checked.items())
+                + " walks, capped ones included); neighbourhood before and now, on the walks under the limit, the "
+                "same entities ("
+                + ", ".join(f"depth {d}: {c['under limit']}" for d, c in checked.items())
+                + ") and, where fewer than 900 relations were loaded, the same relations ("
+                + ", ".join(f"depth {d}: {c['relations']}" for d, c in checked.items())
+                + f"). Then the first {comparison['starts']} of the starts above, per start every depth of neighbors "
+                "and neighbourhood, before and now back to back, the order reversed on every other start; wall time "
+                "only, without the statement timers.\n",
+                comparison_table(comparison) + "\n",
+            ]
     parts += ["## Reading\n", reading(extraction, neighbours)]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "graph.md").write_text("\n".join(parts) + "\n")
     print(f"wrote {(RESULTS / 'graph.md').relative_to(ROOT)}")
+
+
+def searches(plan: str) -> list[str]:
+    """The SEARCH / SCAN lines of an EXPLAIN QUERY PLAN, without their id columns."""
+    lines = [line.split(" ", 3)[-1] for line in plan.splitlines()]
+    return [line for line in lines if line.startswith(("SEARCH", "SCAN"))]
 
 
 def reading(extraction, neighbours) -> str:
@@ -1156,65 +1222,86 @@ def reading(extraction, neighbours) -> str:
             + ", ".join(f"{k} {v:.1f} s" for k, v in extraction["loads"].items())
             + ", once per process. Either way extraction is far below the cost of embedding a memory."
         )
-    if neighbours:
-        runs = neighbours["runs"]
-        for depth in (1, 2, 3):
-            n, full = runs[f"neighbors depth {depth}"], runs[f"neighbourhood depth {depth}"]
-            lines.append(
-                f"- Depth {depth}: neighbors p50 {pct(n['ms'], 50):.1f} / p95 {pct(n['ms'], 95):.1f} ms "
-                f"({np.mean(n['queries']):.1f} SQL statements); neighbourhood p50 {pct(full['ms'], 50):.1f} / p95 "
-                f"{pct(full['ms'], 95):.1f} ms ({np.mean(full['relations']):.0f} relation rows loaded on average, "
-                f"{100 * np.mean(full['orm_ms']) / np.mean(full['ms']):.0f}% of its time inside the ORM)."
-            )
-        plan = next(iter(neighbours["plans"].values()))
-        exp = neighbours.get("experiments") or {}
-        results = exp.get("results", {})
-        if "(user_id=?)" in plan and results:
+    if not neighbours:
+        return "\n".join(lines) + "\n"
+    from memories.retrieval import GRAPH_DEPTH
 
-            def p50(label: str, depth: int) -> float:
-                return pct(results[label][depth], 50)
+    runs = neighbours["runs"]
+    for depth in (1, 2, 3):
+        n, full = runs[f"neighbors depth {depth}"], runs[f"neighbourhood depth {depth}"]
+        lines.append(
+            f"- Depth {depth} (now): neighbors p50 {pct(n['ms'], 50):.2f} / p95 {pct(n['ms'], 95):.1f} ms "
+            f"({np.mean(n['queries']):.1f} SQL statements, whose execute calls take "
+            f"{100 * np.mean(n['sql_ms']) / np.mean(n['ms']):.0f}% of its time); neighbourhood p50 "
+            f"{pct(full['ms'], 50):.1f} / p95 {pct(full['ms'], 95):.1f} ms "
+            f"({np.mean(full['relations']):.0f} relation rows loaded on average, "
+            f"{100 * np.mean(full['orm_ms']) / np.mean(full['ms']):.0f}% of its time inside the ORM)."
+        )
+    plans = neighbours["plans"]
+    now_hops = [plan for name, plan in plans.items() if name.startswith("now: hop")]
+    before_hop = plans["before: hop, frontier of 1"]
+    now_search, before_search = searches(now_hops[0]), searches(before_hop)
+    index_only = all(
+        len(searches(plan)) == 2
+        and all("COVERING INDEX" in line for line in searches(plan))
+        and "TEMP B-TREE" not in plan
+        for plan in now_hops
+    )
+    if index_only:
+        lines.append(
+            "- The hop query is now two index-only lookups joined by UNION ALL, without a sort, for a frontier of "
+            "one entity and for the depth-2 frontier alike: "
+            + " and ".join(f"`{line}`" for line in now_search)
+            + "."
+        )
+    else:
+        lines.append(
+            "- The hop query's plan is not two index-only lookups any more: "
+            + "; ".join(f"`{line}`" for line in now_search)
+            + (" plus a temporary B-tree" if "TEMP B-TREE" in now_hops[0] else "")
+            + ". See the plans above."
+        )
+    if any(s.endswith("(user_id=?)") for s in before_search) and "TEMP B-TREE" in before_hop:
+        lines.append(
+            "- The previous OR query still plans as it did before the migration ("
+            + "; ".join(f"`{s}`" for s in before_search)
+            + f" plus `USE TEMP B-TREE FOR ORDER BY`): each hop read all {neighbours['built']['relations']:,} "
+            "relations of the user through the user_id index and sorted them by strength, so dropping the "
+            "(user, source) / (user, target) indexes does not bias the before figures."
+        )
+    else:
+        lines.append(
+            "- The previous OR query plans differently on the migrated schema than it did before ("
+            + "; ".join(f"`{s}`" for s in before_search)
+            + "), so its before figures are not exactly what the previous code measured."
+        )
+    comparison = neighbours["comparison"]
+    if comparison:
+        ms = comparison["ms"]
 
-            as_is = "as is (SqlGraphStore.neighbors)"
-            unordered = "hop query with .order_by() (no ORDER BY strength)"
-            union = "hop as UNION ALL of a source and a target lookup"
-            covered = union + " + covering indexes"
-            lines.append(
-                "- **Where the hop time goes.** EXPLAIN QUERY PLAN of the per-hop query `user_id = ? AND "
-                "(source_id IN (…) OR target_id IN (…))` shows `SEARCH memories_relation USING INDEX "
-                "memories_relation_user_id… (user_id=?)` plus `USE TEMP B-TREE FOR ORDER BY`: every hop reads all "
-                f"{neighbours['built']['relations']:,} relations of the user through the plain user_id index and "
-                "sorts them by strength (Relation.Meta.ordering), although only the frontier's edges are wanted and "
-                "their order is thrown away. Without table statistics SQLite does not split the OR over the "
-                "(user, source) and (user, target) indexes. Measured on this database (p50 ms at depth 1 / 2 / 3): "
-                f"as is {p50(as_is, 1):.2f} / {p50(as_is, 2):.1f} / {p50(as_is, 3):.1f}; with `.order_by()` "
-                f"{p50(unordered, 1):.2f} / {p50(unordered, 2):.1f} / {p50(unordered, 3):.1f}; as a UNION ALL of a "
-                f"source lookup and a target lookup {p50(union, 1):.2f} / {p50(union, 2):.1f} / {p50(union, 3):.1f}; "
-                f"the same with covering indexes {p50(covered, 1):.2f} / {p50(covered, 2):.1f} / "
-                f"{p50(covered, 3):.1f}."
+        def pair(kind: str, depth: int) -> str:
+            before, now = ms[(kind, depth, "before")], ms[(kind, depth, "now")]
+            return (
+                f"depth {depth} {pct(before, 50):.2f} → {pct(now, 50):.2f} ms "
+                f"({pct(before, 50) / pct(now, 50):.1f}×; p95 {pct(before, 95):.1f} → {pct(now, 95):.1f})"
             )
-            lines.append(
-                "- Suggested (not applied): in SqlGraphStore.neighbors, query each hop as "
-                "`Relation.objects.filter(user_id=u, source_id__in=f).values_list('source_id', 'target_id')"
-                ".order_by().union(<the same on target_id__in=f>, all=True)` and add an index (user, target, "
-                "source) in place of relation_user_target. Both are needed: with the existing indexes the target "
-                "half of the UNION still scans the user's entries of the unique index (see its plan above); with "
-                "the new index both halves are index-only lookups. The unique constraint's index (user, source, "
-                "target, relation_type) already covers the source half, so relation_user_source is redundant. "
-                "Memory search pays for the hop query too: memories/retrieval.py walks neighbors at depth 2 "
-                "(GRAPH_DEPTH) for every query that names a known entity."
-            )
-        nb = exp.get("neighbourhood")
-        if nb:
-            labels = list(nb)
-            lines.append(
-                "- neighbourhood() is dominated by building rows, not by the walk: up to 900 relations with "
-                "select_related on both endpoints (three model instances per row, UUID and datetime conversion "
-                "for every column), and the entity rows fetched through the per-user index (plan above). A "
-                "candidate with identical results (entities by primary key with `user_id + 0`, relations with "
-                "only the fields RelationOut shows and their endpoints taken from the entities already loaded) "
-                f"measures p50 {pct(nb[labels[1]][2], 50):.0f} ms against {pct(nb[labels[0]][2], 50):.0f} ms at "
-                f"depth 2 and {pct(nb[labels[1]][3], 50):.0f} against {pct(nb[labels[0]][3], 50):.0f} ms at depth 3."
-            )
+
+        lines.append(
+            "- Before → now (p50, its ratio, and p95; same run, same starts, interleaved): neighbors "
+            + ", ".join(pair("neighbors", d) for d in (1, 2, 3))
+            + f". memories/retrieval.py walks neighbors at depth {GRAPH_DEPTH} (GRAPH_DEPTH) for every search "
+            f"query that names a known entity, so the depth-{GRAPH_DEPTH} row is the graph walk of such a search "
+            "(from one entity)."
+        )
+        full3 = runs["neighbourhood depth 3"]
+        orm_share = 100 * np.mean(full3["orm_ms"]) / np.mean(full3["ms"])
+        lines.append(
+            "- neighbourhood(): "
+            + ", ".join(pair("neighbourhood", d) for d in (1, 2, 3))
+            + ". It now loads the entities by primary key, and the relations with only RELATION_FIELDS and "
+            f"without select_related; at depth 3 {orm_share:.0f}% of its time is still inside the ORM (statements, "
+            f"fetching, building {np.mean(full3['relations']):.0f} relation rows on average)."
+        )
     return "\n".join(lines) + "\n"
 
 
