@@ -970,12 +970,12 @@ the first {args.warmup} discarded; each part timed around the function `memories
   {"met" if p95 < 50 else "NOT met"}. p50 grows {pct(big, 50) / pct(results[sizes[0]]["ms"], 50):.2f}× from
   {sizes[0]:,} to {sizes[-1]:,} memories.
 - In-process the whole call takes p50 {inproc_p50:.1f} ms (mean {total_inproc:.1f} ms) against {pct(big, 50):.1f} ms
-  through HTTP: {overhead}. The largest part is {largest} (p50 {pct(split[largest], 50):.1f} ms); MiniLM and USE
-  on one query alone take about 5 ms each on an idle machine, and their tail grows most under contention.
+  through HTTP: {overhead}. The largest part is {largest} (p50 {pct(split[largest], 50):.1f} ms).
 - Noise: while the {sizes[-1]:,} timings ran, processes other than this benchmark and its server used
-  {results[sizes[-1]]["others"]:.0%} of the machine ({split_others:.0%} during the split). The benchmark itself keeps
-  the machine {results[sizes[-1]]["busy"] - results[sizes[-1]]["others"]:.0%} busy: onnxruntime's intra-op threads
-  spin while they wait, so one sequential client fills most of both cores, and any other job lengthens the tail.
+  {results[sizes[-1]]["others"]:.0%} of the machine ({split_others:.0%} during the split). The benchmark itself (one
+  sequential client and the server) kept it {results[sizes[-1]]["busy"] - results[sizes[-1]]["others"]:.0%} busy;
+  onnxruntime's idle threads sleep instead of spinning (core/embeddings.py), which left more of the two cores to
+  the request's other work: with spinning the same setup kept them over 80% busy and p95 was ~10 ms higher.
 """
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "memory_latency.md").write_text(report)
@@ -1030,7 +1030,8 @@ def _split(args: argparse.Namespace) -> None:
     store = mirror.memory_store()
     store.search = timed("vector store searches (2 dense + 1 sparse)", store.search)
     retrieval._graph_scores = timed("graph scores (entities in the query)", retrieval._graph_scores)
-    retrieval._load = timed("load candidate rows (SQL)", retrieval._load)
+    retrieval._candidates = timed("candidates' ranking columns (SQL)", retrieval._candidates)
+    retrieval._rows = timed("whole rows of the returned hits (SQL)", retrieval._rows)
     out: dict[str, list[float]] = defaultdict(list)
     for number, query in enumerate(queries):
         parts.clear()
