@@ -352,6 +352,14 @@ def test_text_right_before_a_heading_is_not_duplicated():
     ]
 
 
+def test_heading_paths_are_plain_text_without_markdown_escapes():
+    markdown = "# Using \\<details\\> in snake\\_case \\*files\\*\nbody\n## C:\\\\Temp\nmore"
+    assert split_paragraphs(markdown) == [
+        Paragraph("body", "Using <details> in snake_case *files*"),
+        Paragraph("more", "Using <details> in snake_case *files* > C:\\Temp"),
+    ]
+
+
 def test_a_shallower_heading_pops_the_stack_and_tables_stay_whole():
     markdown = "# A\n## B\ntext\n# C\n| x | y |\n| - | - |\n| 1 | 2 |\n\n~~~\nunclosed\n\n# fence"
     assert split_paragraphs(markdown) == [

@@ -48,6 +48,8 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# CommonMark backslash escapes (MarkItDown writes "\<tag\>", "snake\_case"): a heading path is plain text.
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def split_paragraphs(markdown: str) -> list[Paragraph]:
@@ -108,6 +110,7 @@ def split_paragraphs(markdown: str) -> list[Paragraph]:
 def _heading_title(text: str) -> str:
     text = _LINK_TEXT.sub(r"\1", text)
     text = " ".join(text.replace("**", "").replace("__", "").replace("`", "").split())
+    text = _ESCAPED.sub(r"\1", text)
     return text[:_MAX_HEADING_TITLE]
 
 
