@@ -13,7 +13,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Value
+from django.db.models.functions import StrIndex
 from django.utils import timezone
 
 from agents.models import AgentSession
@@ -264,11 +265,16 @@ def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
     """Entities this user already has, named again in the text: the extractor's recall grows with the graph
     (spaCy's small English model misses names like "React" that an earlier memory established)."""
     text = entity_key(memory.content)
+    # The database finds the keys inside the text (instr / strpos): only those rows come back, not all of them.
+    named = (
+        Entity.objects.filter(user=memory.user)
+        .annotate(position=StrIndex(Value(text), F("key")))
+        .filter(position__gt=0)
+        .order_by()
+    )
     mentions = []
-    for key, name, entity_type in Entity.objects.filter(user=memory.user).values_list(
-        "key", "name", "entity_type"
-    ):
-        if len(key) < 2 or key in found or key not in text:
+    for key, name, entity_type in named.values_list("key", "name", "entity_type"):
+        if len(key) < 2 or key in found:
             continue
         if key.isascii() and not re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", text):
             continue  # "java" inside "javascript" is not a mention
