@@ -624,7 +624,7 @@ def main(locomo_path: Path | None) -> None:
         f"{qs['hit_zh']}, EN {qs['hit_en']}, ZH→EN hit@1 / @5 {qs['zh_en']}. Fixed 50/50 weights without the "
         "language rule lose Chinese (see the last row).\n"
         "- The English weight trades LoCoMo recall (best with MiniLM alone) against English queries finding "
-        f"Chinese memories (EN→ZH hit@1 / @5 {qs['en_zh']} at 0.7; hit@5 0.6 at 0.8, 1.0 at 0.5).{weight_cost}\n"
+        f"Chinese memories (EN→ZH hit@1 / @5 {qs['en_zh']} at {ENGLISH_ONLY_WEIGHT:.1f}).{weight_cost}\n"
         f"- MiniLM engine: the int8 ONNX graph is {mini['en'] / measured['MiniLM fp32 numpy']['en']:.1f}x faster "
         f"than the fp32 numpy port at cosine {fid['mean']:.4f} to it (its weights are stored int8 and dequantised "
         "in the graph, so onnxruntime computes in fp32), so the numpy port is not kept in core. Also measured, "

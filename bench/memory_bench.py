@@ -705,14 +705,14 @@ SWEEP = [  # (RRF_K, candidates per signal, LEXICAL_WEIGHT); None keeps the code
     (None, None, None),
     (60, None, None),
     (40, None, None),
+    (20, None, None),
     (10, None, None),
-    (5, None, None),
     (3, None, None),
     (None, 30, None),
     (None, 100, None),
     (None, 200, None),
     (None, None, 1.5),
-    (5, None, 1.5),
+    (None, None, 0.7),
 ]
 
 
@@ -739,7 +739,7 @@ def sweep_reading(sweep: list[tuple[str, dict[str, float]]]) -> str:
         f"- Fusion sweep: the best row (RRF_K {cells[0]}, {cells[1]} candidates, lexical weight {cells[2]}) reaches "
         f"turn R@10 {best['@10']:.3f} against {now['@10']:.3f} for the code as it is "
         f"(R@1 {best['@1']:.3f} / {now['@1']:.3f}, R@5 {best['@5']:.3f} / {now['@5']:.3f}). RRF_K lives in "
-        "core/hybrid.py, shared with knowledge search, so a change there needs a knowledge-side measurement too.\n"
+        "core/hybrid.py, shared with knowledge search: bench/knowledge_recall.py measures that side.\n"
     )
 
 

@@ -14,7 +14,10 @@ from core import stores
 from core.text import sparse_document_vector, sparse_query_vector
 from core.vectorstore import Point, SparseVector, VectorStore, Where
 
-RRF_K = 20
+# Small: a signal's first ranks count for much more than its tail. Measured on LoCoMo (bench/results/locomo.md,
+# knowledge_recall.md): memory turn recall@10 0.688 at 5 against 0.654 at 20, and knowledge search ahead at 5 in
+# every chunking and metric (evidence recall@1 +0.02 to +0.06); 3 is within 0.01 of 5 with more ties.
+RRF_K = 5
 LEXICAL = "lexical"
 LEXICAL_WEIGHT = 1.0
 
