@@ -33,7 +33,9 @@ def test_entities_the_user_already_has_are_found_again_as_whole_words(user):
     memory_create(user=user, content="李四是前端工程师，擅长React和Vue.js开发", memory_type="semantic")
     memory_create(user=user, content="王五懂Java", memory_type="semantic")
     later = memory_create(
-        user=user, content="the dashboard moved to react and typescript, not javascript", memory_type="semantic"
+        user=user,
+        content="the dashboard moved to react and typescript, not javascript",
+        memory_type="semantic",
     )
     # "react" is no name to the English extractor, but this user's graph knows it; "java" is only part of a word.
     assert "React" in names(later)
