@@ -4,15 +4,18 @@ Entity and Relation rows are the truth. When NEO4J_URI is set, every saved or de
 primary key (MERGE on the id, so replays are harmless); graph queries then read Neo4j, else the SQL store.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from core import stores
 from core.graph import EntityNode, RelationEdge
+from core.models import MirrorState
 from core.queries import owned_by_pk
 from memories.models import Entity, MemoryEntity, Relation
 
@@ -41,20 +44,40 @@ def relation_edge(relation: Relation) -> RelationEdge:
 
 def mirror_entity(entity_id: str) -> None:
     entity = Entity.objects.filter(pk=entity_id).first()
-    graph = stores.graph_store()
     if entity is None:
-        graph.delete_entity(entity_id)
-    else:
-        graph.upsert_entity(entity_node(entity))
+        stores.graph_store().delete_entity(entity_id)
+        return
+    with _recording_mirror_state(Entity, entity_id):
+        stores.graph_store().upsert_entity(entity_node(entity))
 
 
 def mirror_relation(relation_id: str) -> None:
     relation = Relation.objects.filter(pk=relation_id).first()
-    graph = stores.graph_store()
     if relation is None:
-        graph.delete_relation(relation_id)
-    else:
-        graph.upsert_relation(relation_edge(relation))
+        stores.graph_store().delete_relation(relation_id)
+        return
+    with _recording_mirror_state(Relation, relation_id):
+        stores.graph_store().upsert_relation(relation_edge(relation))
+
+
+@contextmanager
+def _recording_mirror_state(model: type[Entity] | type[Relation], pk: str) -> Iterator[None]:
+    """The row's mirror state after its write to the graph store: synced, or failed with the error (the task
+    retries). With the SQL graph store the tables are the graph, so a row is synced at once.
+
+    update() skips the save signals, which would mirror the row again.
+    """
+    started = timezone.now()
+    try:
+        yield
+    except Exception as exc:
+        error = (str(exc) or exc.__class__.__name__)[:2000]
+        model.objects.filter(pk=pk).update(mirror_state=MirrorState.FAILED, mirror_error=error)
+        raise
+    # A row edited meanwhile stays pending: the task its edit enqueued mirrors it again.
+    model.objects.filter(pk=pk, updated_at__lte=started).update(
+        mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
+    )
 
 
 @transaction.atomic

@@ -1,3 +1,4 @@
+import io
 import json
 
 import pytest
@@ -176,6 +177,8 @@ def test_the_neo4j_mirror_follows_creates_merges_and_deletes(settings, user, neo
         memory = memory_create(user=user, content="李四擅长React和Vue.js", memory_type="semantic")
         nodes = neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN e.name AS name", u=str(user.pk))
         assert {record["name"] for record in nodes} == {"李四", "React", "Vue.js"}
+        assert set(Entity.objects.filter(user=user).values_list("mirror_state", flat=True)) == {"synced"}
+        assert set(Relation.objects.filter(user=user).values_list("mirror_state", flat=True)) == {"synced"}
         li_si = Entity.objects.get(user=user, key="李四")
         assert {n.distance for n in neo4j.neighbors(str(user.pk), [str(li_si.pk)], depth=1)} == {1}
         # Mirroring twice leaves one node.
@@ -189,6 +192,67 @@ def test_the_neo4j_mirror_follows_creates_merges_and_deletes(settings, user, neo
         assert neo4j._run("MATCH (e:Entity {id: $id}) RETURN count(e) AS n", id=str(vue.pk))[0]["n"] == 0
         memories_delete(user=user, memory_ids=[memory.pk])
         assert neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN count(e) AS n", u=str(user.pk))[0]["n"] == 0
+    finally:
+        neo4j.delete_user(str(user.pk))
+        stores.reset(embeddings=False)
+
+
+def test_entities_and_relations_show_their_graph_mirror_state(settings, user):
+    from core import stores
+
+    memory_create(user=user, content="李四擅长React", memory_type="semantic")
+    # The SQL graph store is the tables themselves: nothing to wait for.
+    assert set(Entity.objects.values_list("mirror_state", flat=True)) == {"synced"}
+    assert set(Relation.objects.values_list("mirror_state", flat=True)) == {"synced"}
+
+    settings.NEO4J_URI = "bolt://127.0.0.1:9"  # nothing listens there
+    stores.reset(embeddings=False)
+    try:
+        memory_create(user=user, content="王五在腾讯工作", memory_type="semantic")
+        wang = Entity.objects.get(user=user, key="王五")
+        assert wang.mirror_state == "failed"
+        assert "NEO4J_URI" in wang.mirror_error
+        assert Relation.objects.filter(source=wang).values_list("mirror_state", flat=True).first() == "failed"
+        # What was mirrored before the outage keeps its state.
+        assert Entity.objects.get(user=user, key="李四").mirror_state == "synced"
+    finally:
+        stores.reset(embeddings=False)
+
+
+def test_resync_mirrors_marks_rows_saved_before_the_state_was_recorded(user):
+    from django.core.management import call_command
+
+    (entity,) = Entity.objects.bulk_create([Entity(user=user, name="旧实体", key="旧实体")])  # no signals
+    assert entity.mirror_state == "pending"
+    out = io.StringIO()
+    call_command("resync_mirrors", stdout=out)
+    entity.refresh_from_db()
+    assert entity.mirror_state == "synced"
+    assert "Mirrored 1 entities and 0 relations to the graph store." in out.getvalue()
+
+
+@pytest.mark.neo4j
+def test_resync_mirrors_all_fills_a_new_neo4j_with_the_existing_graph(settings, user, neo4j_uri):
+    import os
+
+    from django.core.management import call_command
+
+    from core import stores
+
+    memory_create(user=user, content="李四擅长React和Vue.js", memory_type="semantic")  # on the SQL graph
+    settings.NEO4J_URI = neo4j_uri
+    settings.NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "")
+    stores.reset(embeddings=False)
+    neo4j = stores.graph_store()
+    try:
+        assert neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN count(e) AS n", u=str(user.pk))[0]["n"] == 0
+        call_command("resync_mirrors", "--all", stdout=io.StringIO())
+        nodes = neo4j._run("MATCH (e:Entity {user_id: $u}) RETURN e.name AS name", u=str(user.pk))
+        assert {record["name"] for record in nodes} == {"李四", "React", "Vue.js"}
+        edges = neo4j._run(
+            "MATCH (:Entity)-[r:REL {user_id: $u}]->(:Entity) RETURN count(r) AS n", u=str(user.pk)
+        )
+        assert edges[0]["n"] == Relation.objects.filter(user=user).count()
     finally:
         neo4j.delete_user(str(user.pk))
         stores.reset(embeddings=False)

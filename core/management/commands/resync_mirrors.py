@@ -1,17 +1,23 @@
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from core.graph import GraphStoreError
+from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from memories import mirror
-from memories.models import Memory
+from memories.graph import mirror_entity, mirror_relation
+from memories.models import Entity, Memory, Relation
 
 BATCH = 256
 
 
 class Command(BaseCommand):
     help = (
-        "Repair drift between the database and the vector store: re-mirror memories that are pending or failed "
-        "(or all, or those changed since a date) and delete points whose rows are gone."
+        "Repair drift between the database and its mirrors: re-mirror memories that are pending or failed (or "
+        "all, or those changed since a date) to the vector store and delete points whose rows are gone; mirror "
+        "entities and relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data)."
     )
 
     def add_arguments(self, parser):
@@ -37,6 +43,28 @@ class Command(BaseCommand):
         except VectorStoreError as exc:
             raise CommandError(f"vector store: {exc}") from None
         self.stdout.write(f"Re-mirrored {len(ids)} memories; removed {orphans} orphaned points.")
+        try:
+            entities, relations = self._graph(everything=all)
+        except GraphStoreError as exc:
+            raise CommandError(f"graph store: {exc}") from None
+        self.stdout.write(f"Mirrored {entities} entities and {relations} relations to the graph store.")
+
+    def _graph(self, everything: bool) -> tuple[int, int]:
+        entities, relations = Entity.objects.all(), Relation.objects.all()
+        if not everything:
+            entities = entities.exclude(mirror_state=MirrorState.SYNCED)
+            relations = relations.exclude(mirror_state=MirrorState.SYNCED)
+        if not settings.NEO4J_URI:  # the tables are the graph: rows saved before that was recorded
+            done = {"mirror_state": MirrorState.SYNCED, "mirror_error": "", "mirrored_at": timezone.now()}
+            return entities.update(**done), relations.update(**done)
+        # Entities first, so each relation finds its endpoints with their properties.
+        entity_ids = [str(pk) for pk in entities.values_list("pk", flat=True)]
+        relation_ids = [str(pk) for pk in relations.values_list("pk", flat=True)]
+        for entity_id in entity_ids:
+            mirror_entity(entity_id)
+        for relation_id in relation_ids:
+            mirror_relation(relation_id)
+        return len(entity_ids), len(relation_ids)
 
     def _orphans(self) -> int:
         """Points whose memory row is gone or archived (a delete whose mirror task was lost)."""
