@@ -102,6 +102,15 @@ def dense_score(raw: dict[str, float], weights: dict[str, float]) -> float:
     return sum(weights.get(name, 0.0) * score for name, score in dense.items()) / total if total else 0.0
 
 
+# Below this a dense similarity says "unrelated" for both local models (and for the usual remote ones).
+NOISE_FLOOR = 0.05
+
+
+def is_noise(raw: dict[str, float], weights: dict[str, float]) -> bool:
+    """No lexical match and barely any dense similarity: ranked only because every candidate gets a rank."""
+    return raw.get(LEXICAL, 0.0) <= 0 and dense_score(raw, weights) < NOISE_FLOOR
+
+
 def search(store: VectorStore, collection: str, *, query: str, where: Where, limit: int) -> Fused:
     rankings = signal_rankings(store, collection, query=query, where=where, limit=limit)
     return fuse([(rankings, signal_weights(query, list(rankings)))])

@@ -21,7 +21,6 @@ logger = logging.getLogger(__name__)
 
 CANDIDATES = 50
 MQE_VARIANTS = 2
-NOISE_FLOOR = 0.05  # a hit with no lexical match and a dense similarity below this is noise
 
 
 @dataclass
@@ -100,7 +99,7 @@ def search_chunks(
         dense = hybrid.dense_score(raw, fused.weights)
         lexical = raw.get(hybrid.LEXICAL, 0.0)
         relevance = fused.relevance[key]
-        if relevance < min_score or (lexical <= 0 and dense < NOISE_FLOOR):
+        if relevance < min_score or hybrid.is_noise(raw, fused.weights):
             continue
         scores = {"dense": round(dense, 4), "lexical": round(lexical, 4), "fused": round(relevance, 4)}
         hits.append(ChunkHit(chunk, round(relevance, 6), scores))

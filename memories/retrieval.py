@@ -131,6 +131,8 @@ def search_memories(
         graph_score = graph.get(memory_id, 0.0)
         if relevance <= 0 and graph_score <= 0:
             continue
+        if not notice and graph_score <= 0 and hybrid.is_noise(raw.get(memory_id, {}), weights):
+            continue  # a memory must match the query in some way, not merely be one of few
         score, scores = _shape(
             candidate, relevance, graph_score, bool(graph), raw.get(memory_id, {}), weights, now
         )

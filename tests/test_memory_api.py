@@ -199,6 +199,17 @@ def test_the_limit_is_not_split_per_type(api, user):
     assert all(r["memory_type"] == "semantic" for r in results)
 
 
+def test_search_leaves_out_memories_that_do_not_match_at_all(api, user):
+    memory_create(user=user, content="李四是前端工程师，擅长React和Vue.js开发", memory_type="semantic")
+    memory_create(
+        user=user, content="The user prefers short answers with code examples.", memory_type="semantic"
+    )
+    memory_create(user=user, content="用户刚刚询问了如何部署Django应用", memory_type="working")
+    results = api("post", "/memories/search", {"query": "前端工程师", "limit": 10}).json()["results"]
+    # The other two share no term with the query and their dense similarity is below core.hybrid.NOISE_FLOOR.
+    assert [r["content"] for r in results] == ["李四是前端工程师，擅长React和Vue.js开发"]
+
+
 def test_forget_consolidate_and_summary_endpoints(api, user):
     memory_create(user=user, content="noise", memory_type="episodic", importance=0.05)
     important = memory_create(
