@@ -1,13 +1,15 @@
 """Benchmark of the offline embedders: speed, load time and EN/ZH retrieval checks.
 
 Run: .venv/bin/python bench/embedders.py   (no Django; about a minute on 2 cores)
-Prints a Markdown table and writes bench/results/embedders.md.
+Prints Markdown tables and writes bench/results/embedders.md.
 
 Candidates: MiniLM int8 ONNX (core.embeddings.MiniLMEmbedder), the same MiniLM in fp32 numpy (the
 reference port from stack-on-these-machines.md, below), multilingual USE, and the default "local"
 EmbeddingSet (both vectors per text). Retrieval checks run over one mixed EN+ZH memory corpus,
 as a user with memories in both languages would have; the set ranks by weighted RRF (core.hybrid's
 RRF_K, the fusion memory and knowledge search use) and, for comparison, by a weighted sum of cosines.
+Long texts: MiniLM on knowledge chunks of the default 800 tokens, read in windows (now) against truncated
+at its 256-token window (before).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from core.embeddings import (  # noqa: E402
     build_embedding_set,
 )
 from core.hybrid import RRF_K  # noqa: E402
+from core.text import count_tokens  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "embedders.md"
 
@@ -315,6 +318,76 @@ def speeds(names: Sequence[str], runs: int = 3) -> tuple[dict[str, object], dict
     return models, measured
 
 
+# --- Long texts: MiniLM on knowledge chunks ----------------------------------------------------------------
+
+CHUNK_TOKENS = 800  # the knowledge chunk_size default
+LONG_CHUNKS = 20  # per language
+
+
+def long_chunks(pool: list[str], separator: str) -> list[str]:
+    """LONG_CHUNKS texts of consecutive sentences, each packed up to CHUNK_TOKENS as the chunker counts them."""
+    out, chunk = [], [pool[0]]
+    for sentence in pool[1:]:
+        if count_tokens(separator.join([*chunk, sentence])) > CHUNK_TOKENS:
+            out.append(separator.join(chunk))
+            if len(out) == LONG_CHUNKS:
+                return out
+            chunk = []
+        chunk.append(sentence)
+    raise ValueError(f"{len(pool)} sentences are too few for {LONG_CHUNKS} chunks")
+
+
+def truncating_minilm() -> MiniLMEmbedder:
+    """MiniLMEmbedder as it was before it read long texts in windows: every text cut to its first window."""
+    embedder = MiniLMEmbedder()
+    embedder._load().tokenizer.enable_truncation(embedder.max_tokens - 2)  # [CLS] and [SEP] come on top
+    return embedder
+
+
+def long_text_speeds(runs: int = 3) -> str:
+    """Best-of-`runs` chunks/s, windowed and truncated interleaved, as a Markdown table with its preamble."""
+    enough = LONG_CHUNKS * CHUNK_TOKENS // 10  # a sentence has 10-20 tokens
+    chunks = {
+        "en": long_chunks(sentences(EN_NAMES, EN_TEMPLATES, EN_FILL, n=enough), " "),
+        "zh": long_chunks(sentences(ZH_NAMES, ZH_TEMPLATES, ZH_FILL, n=enough), ""),
+    }
+    models = {
+        "MiniLM int8 ONNX, windows (now)": MiniLMEmbedder(),
+        "MiniLM int8 ONNX, truncated at 256 tokens (before)": truncating_minilm(),
+    }
+    rates = {name: {lang: 0.0 for lang in chunks} for name in models}
+    for model in models.values():
+        model.embed(chunks["en"][:2])  # warm-up
+    for _ in range(runs):
+        for name, model in models.items():
+            for lang, texts in chunks.items():
+                start = time.perf_counter()
+                model.embed(texts)
+                rates[name][lang] = max(rates[name][lang], len(texts) / (time.perf_counter() - start))
+    span = next(iter(models.values())).max_tokens - 2
+    shape = "; ".join(
+        f"{lang.upper()} {np.mean([count_tokens(t) for t in texts]):.0f} tokens, "
+        f"{np.mean([len(t) for t in texts]):.0f} characters, "
+        f"{np.mean([math.ceil(count_tokens(t) / span) for t in texts]):.1f} windows"
+        for lang, texts in chunks.items()
+    )
+    rows = [[name, f"{r['en']:.1f}", f"{r['zh']:.1f}"] for name, r in rates.items()]
+    now, before = rates.values()
+    rows.append(
+        [
+            "slowdown, now against before",
+            f"{before['en'] / now['en']:.1f}x",
+            f"{before['zh'] / now['zh']:.1f}x",
+        ]
+    )
+    return (
+        f"Long texts: {LONG_CHUNKS} English and {LONG_CHUNKS} Chinese chunks of the sentences above, each packed "
+        f"up to {CHUNK_TOKENS} tokens (the knowledge chunk_size default) and embedded as one batch; mean per chunk: "
+        f"{shape}. Best of {runs} interleaved runs after a warm-up.\n\n"
+        + markdown(["MiniLM on 800-token chunks", "EN chunks/s", "ZH chunks/s"], rows)
+    )
+
+
 def rank_single(model: object, queries: list[tuple[str, str]]) -> list[list[str]]:
     keys = list(CORPUS)
     docs = model.embed(list(CORPUS.values()))
@@ -586,6 +659,8 @@ def main(locomo_path: Path | None) -> None:
         f"same top-1 on {fid['top1']:.0%} of the 32 queries, top-5 overlap {fid['top5']:.0%}."
     )
     print(table, "", fid_line, sep="\n")
+    long_md = long_text_speeds()
+    print("", long_md, sep="\n")
     loco_md = ""
     weight_cost = ""
     if locomo_path:
@@ -641,7 +716,7 @@ def main(locomo_path: Path | None) -> None:
         "sentences, best of 3 interleaved runs after a warm-up; load = construction to the first vector. "
         f"Retrieval: one mixed corpus of {len(CORPUS)} memories (English, Chinese and the 张三/李四/王五 trio), paraphrased queries; hit@k = the "
         "intended memory is in the top k. The trio column scores with the set's query weights.\n\n"
-        f"{table}\n\n{fid_line}\n\n{loco_md}\n\n{why}\n"
+        f"{table}\n\n{fid_line}\n\n{long_md}\n\n{loco_md}\n\n{why}\n"
     )
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 

