@@ -41,6 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from embedded import setup_django  # noqa: E402
+
 # isort: off
 import config  # noqa: E402,F401 - the app's process setup (OPENBLAS_NUM_THREADS) must run before numpy loads
 import numpy as np  # noqa: E402
@@ -466,23 +468,6 @@ def versions() -> str:
     parts.append(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}")
     parts.append(f"Mnemo {revision()}")
     return ", ".join(parts)
-
-
-def setup_django(data_dir: Path) -> None:
-    for key in list(os.environ):  # anything that would move Mnemo off its embedded defaults
-        if (
-            key.startswith(("QDRANT_", "NEO4J_", "EMBED_", "CELERY_", "MNEMO_", "LLM_"))
-            or key == "DATABASE_URL"
-        ):
-            del os.environ[key]
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["MNEMO_DATA_DIR"] = str(data_dir)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 # --- 1. Extraction ---------------------------------------------------------------------------------------------------

@@ -49,6 +49,8 @@ from xml.sax.saxutils import escape
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from embedded import setup_django  # noqa: E402
+
 # isort: off
 import config  # noqa: E402,F401 - the app's process setup (OPENBLAS_NUM_THREADS) must run before numpy loads
 import numpy as np  # noqa: E402
@@ -898,23 +900,6 @@ def versions() -> str:
 
 
 # --- Django ---------------------------------------------------------------------------------------------------------
-
-
-def setup_django(data_dir: Path) -> None:
-    for key in list(os.environ):  # anything that would move Mnemo off its embedded defaults
-        if (
-            key.startswith(("QDRANT_", "NEO4J_", "EMBED_", "CELERY_", "MNEMO_", "LLM_"))
-            or key == "DATABASE_URL"
-        ):
-            del os.environ[key]
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["MNEMO_DATA_DIR"] = str(data_dir)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def make_user(username: str):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import shutil
 import sys
@@ -39,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from embedded import setup_django  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "bench"))
 
 # isort: off
@@ -149,24 +151,6 @@ def mcnemar(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
 
 
 # --- Django ----------------------------------------------------------------------------------------------------
-
-
-def setup_django(data_dir: Path) -> None:
-    for key in list(os.environ):  # anything that would move Mnemo off its embedded defaults
-        if (
-            key.startswith(("QDRANT_", "NEO4J_", "EMBED_", "CELERY_", "MNEMO_", "LLM_"))
-            or key == "DATABASE_URL"
-        ):
-            del os.environ[key]
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["MNEMO_DATA_DIR"] = str(data_dir)
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 # --- One chunking ----------------------------------------------------------------------------------------------

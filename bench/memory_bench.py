@@ -44,6 +44,7 @@ import config  # noqa: E402, F401, I001
 
 import numpy as np  # noqa: E402
 import requests  # noqa: E402
+from embedded import embedded_environ  # noqa: E402
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 GUNICORN = str(Path(PYTHON).parent / "gunicorn")
@@ -51,8 +52,6 @@ DATA = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "bench" / "lo
 RESULTS = ROOT / "bench" / "results"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10)
-# Settings that would move Mnemo off its embedded defaults; removed from the server's environment.
-NON_DEFAULT_ENV = ("DATABASE_URL", "QDRANT_", "NEO4J_", "EMBED_", "CELERY_", "MNEMO_")
 
 
 # --- Machine and versions --------------------------------------------------------------------------------------
@@ -185,9 +184,7 @@ class Server:
 
 
 def _server_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(NON_DEFAULT_ENV)}
-    env.update(MNEMO_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", DJANGO_SETTINGS_MODULE="config.settings")
-    return env
+    return embedded_environ(dict(os.environ), data_dir)
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
