@@ -30,6 +30,7 @@ from django_htmx.http import (
     trigger_client_event,
 )
 
+from core.querystrings import clean_query
 from knowledge import services
 from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
 from knowledge.markdown import render_markdown
@@ -61,16 +62,6 @@ def _document(request: HttpRequest, pk: uuid.UUID) -> Document:
 
 def _namespaces(request: HttpRequest) -> list[str]:
     return list(_owned(request).order_by("namespace").values_list("namespace", flat=True).distinct())
-
-
-def _clean_query(query: QueryDict, *drop: str) -> QueryDict:
-    """The query without empty values (a submitted form sends every field) and without `drop`."""
-    clean = QueryDict(mutable=True)
-    for key, values in query.lists():
-        kept = [value for value in values if value.strip()]
-        if key not in drop and kept:
-            clean.setlist(key, kept)
-    return clean
 
 
 def _with_query(url: str, query: QueryDict) -> str:
@@ -115,12 +106,12 @@ def _library(request: HttpRequest, namespaces: list[str]) -> dict:
         documents = documents.filter(
             Q(title__icontains=filters["q"]) | Q(original_name__icontains=filters["q"])
         )
-    query = _clean_query(request.GET, "page")
+    query = clean_query(request.GET, "page")
     return {
         "filter_form": form,
         "filters": filters,
         "query": query,
-        "table_url": _with_query(reverse("library"), _clean_query(request.GET)),
+        "table_url": _with_query(reverse("library"), clean_query(request.GET)),
         "page": Paginator(documents, PAGE_SIZE).get_page(request.GET.get("page")),
         "active_states": services.ACTIVE_STATES,
     }
@@ -351,7 +342,7 @@ def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
     if request.htmx.target == "search-results":
         response = render(request, f"{SEARCH_TEMPLATE}#search-results", context, status=status)
         # Push the URL without the empty fields, so the result can be bookmarked and reloaded.
-        push_url(response, _with_query(request.path, _clean_query(request.GET)))
+        push_url(response, _with_query(request.path, clean_query(request.GET)))
         return response
     return render(request, SEARCH_TEMPLATE, context, status=status)
 

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents.models import AgentSession
+from core.querystrings import clean_query
 from memories import services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import EditVia, Memory, MemoryType
@@ -102,16 +103,6 @@ def keyset_page(memories: QuerySet, *, before: Cursor | None, after: Cursor | No
 # --- the browser -------------------------------------------------------------------------------------------
 
 
-def _clean_query(query: QueryDict, *drop: str) -> QueryDict:
-    """The query without empty values (a submitted form sends every field) and without `drop`."""
-    clean = QueryDict(mutable=True)
-    for key, values in query.lists():
-        kept = [value for value in values if value.strip()]
-        if key not in drop and kept:
-            clean.setlist(key, kept)
-    return clean
-
-
 def _browse(request: HttpRequest, *, notice: str = "") -> dict:
     """The context of the memory table for the filters in request.GET."""
     form = MemoryFilterForm(request.GET)
@@ -122,7 +113,7 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
         "form": form,
         "filters": filters,
         "types": MemoryType.choices,
-        "query": _clean_query(request.GET, "before", "after"),
+        "query": clean_query(request.GET, "before", "after"),
         "notice": notice,
         "forget_form": ForgetForm(),
         "hits": None,
@@ -179,7 +170,7 @@ def _render_table(request: HttpRequest, context: dict) -> HttpResponse:
     response = render(request, f"{LIST_TEMPLATE}#memory-table", context)
     if request.method == "GET":
         # Push the URL without the empty fields a submitted form sends along.
-        query = _clean_query(request.GET).urlencode()
+        query = clean_query(request.GET).urlencode()
         push_url(response, f"{request.path}?{query}" if query else request.path)
     return response
 
@@ -196,7 +187,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 
 def _back_to_list(request: HttpRequest) -> HttpResponseRedirect:
     # The browser's filters travel in the action's query string; keep them for the page we return to.
-    query = _clean_query(request.GET).urlencode()
+    query = clean_query(request.GET).urlencode()
     return redirect(f"{reverse('memory_list')}?{query}" if query else reverse("memory_list"))
 
 
