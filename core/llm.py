@@ -5,6 +5,8 @@ configured, and every provider failure becomes an LLMError whose message names t
 """
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -44,27 +46,11 @@ class LLMClient:
         )
 
     def complete(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any) -> Completion:
-        import openai
-
         started = time.perf_counter()
-        try:
+        with self._provider_errors():
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, temperature=temperature, **kwargs
             )
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
-        except openai.AuthenticationError as exc:
-            raise LLMError(f"the LLM provider refused LLM_API_KEY ({exc.status_code})") from exc
-        except openai.NotFoundError as exc:
-            raise LLMError(
-                f"the LLM provider does not know LLM_MODEL={self.model} or the URL is wrong"
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
         if not response.choices:
             raise LLMError("the LLM returned no choices")
         message = response.choices[0].message
@@ -82,16 +68,36 @@ class LLMClient:
             raw=response,
         )
 
+    @contextmanager
+    def _provider_errors(self) -> Iterator[None]:
+        """Every provider failure as an LLMError naming the setting to check."""
+        import openai
+
+        try:
+            yield
+        except openai.APITimeoutError as exc:
+            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
+        except openai.AuthenticationError as exc:
+            raise LLMError(f"the LLM provider refused LLM_API_KEY ({exc.status_code})") from exc
+        except openai.NotFoundError as exc:
+            raise LLMError(
+                f"the LLM provider does not know LLM_MODEL={self.model} or the URL is wrong"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
+
     def stream(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any):
         """Yield text deltas as they arrive; the generator's return value is the whole Completion
         (tool calls assembled from their streamed fragments)."""
-        import openai
-
         started = time.perf_counter()
         text: list[str] = []
         calls: dict[int, dict] = {}
         usage = None
-        try:
+        with self._provider_errors():
             response = self.client.chat.completions.create(
                 model=self.model,
                 messages=messages,
@@ -114,14 +120,6 @@ class LLMClient:
                     if call.function:
                         slot["name"] += call.function.name or ""
                         slot["arguments"] += call.function.arguments or ""
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
         return Completion(
             text="".join(text),
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
