@@ -34,6 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from report import markdown  # noqa: E402
+
 from core.embeddings import (  # noqa: E402
     CJK_CUTOFF,
     ENGLISH_ONLY_WEIGHT,
@@ -583,11 +585,6 @@ def versions() -> str:
         + ", ".join(f"{lib} {version(lib)}" for lib in libs)
         + f", OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}"
     )
-
-
-def markdown(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def main(locomo_path: Path | None) -> None:

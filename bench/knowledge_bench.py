@@ -54,6 +54,7 @@ from embedded import setup_django  # noqa: E402
 # isort: off
 import config  # noqa: E402,F401 - the app's process setup (OPENBLAS_NUM_THREADS) must run before numpy loads
 import numpy as np  # noqa: E402
+from report import load, machine, markdown, pct, revision  # noqa: E402
 
 # isort: on
 
@@ -831,44 +832,6 @@ def timed(key: str, fn: Callable) -> Callable:
 
     wrapper.__wrapped__ = fn
     return wrapper
-
-
-def pct(values, q: float) -> float:
-    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
-
-
-def markdown(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def load() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def machine() -> str:
-    cpu = platform.processor()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return f"nproc {os.cpu_count()}, {cpu}, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB RAM"
-
-
-def revision() -> str:
-    """The checkout measured: the commit, and whether files differed from it (others work in this tree)."""
-    import subprocess
-
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "(no git)"
-    return head + (" + uncommitted changes" if dirty else "")
 
 
 def versions() -> str:

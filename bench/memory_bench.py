@@ -45,6 +45,7 @@ import config  # noqa: E402, F401, I001
 import numpy as np  # noqa: E402
 import requests  # noqa: E402
 from embedded import embedded_environ  # noqa: E402
+from report import cpu_model, load  # noqa: E402
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 GUNICORN = str(Path(PYTHON).parent / "gunicorn")
@@ -58,19 +59,7 @@ KS = (1, 5, 10)
 
 
 def machine() -> dict[str, str]:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "load": load()}
-
-
-def load() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    return {"nproc": str(os.cpu_count()), "cpu": cpu_model(), "load": load()}
 
 
 def _cpu_times() -> tuple[int, int]:
