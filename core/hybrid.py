@@ -1,39 +1,86 @@
-"""Hybrid retrieval shared by memories and knowledge: one ranking per signal, fused by weighted RRF.
+"""Hybrid retrieval shared by memories and knowledge: one ranking per signal, fused by calibrated scores.
 
 Signals are one dense search per embedding space (MiniLM, USE, or a remote model) and one sparse lexical search
-(jieba words + CJK bigrams, BM25 weights, IDF applied by the vector store). Fusing ranks rather than raw scores
-keeps signals with different scales comparable, and weighting the dense spaces by the query's language keeps an
-English-only model from adding noise to a Chinese query.
+(jieba words + CJK bigrams, BM25 weights, IDF applied by the vector store).
+
+Why scores and not ranks: reciprocal-rank fusion gives every signal's rank 1 full credit, so a memory that shares
+one common word with the query outranked the paraphrase that the dense models found (bench/results/retrieval.md).
+Here each signal's scores are put on one scale by how far they stand above that query's other candidates
+(distribution-based score fusion, as Qdrant's DBSF: mean ± 3 standard deviations → 0..1), and each signal is
+weighted by how much it can know:
+- a dense model by the languages it reads: an English-only model gets no say on a Chinese query or a Chinese
+  text (EmbeddingSet.pair_weights);
+- the lexical signal by its evidence: the share of the query's term weight (IDF among the points the query may
+  see, so a word in every memory weighs nothing) that its best match contains. A query that shares only common
+  words with everything leaves the ranking to the dense models.
+
+The vector store keeps, per point, its distinct term ids (payload TERMS, indexed) and whether it is mostly CJK
+(payload CJK), so coverage, rarity and language weights need no row from the database.
 """
 
-from collections import defaultdict
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core import stores
-from core.text import sparse_document_vector, sparse_query_vector
+from core.embeddings import CJK_CUTOFF
+from core.text import cjk_ratio, lexical_terms, sparse_document_vector, term_index
 from core.vectorstore import Point, SparseVector, VectorStore, Where
 
-# Small: a signal's first ranks count for much more than its tail. Measured on LoCoMo (bench/results/locomo.md,
-# knowledge_recall.md): memory turn recall@10 0.688 at 5 against 0.654 at 20, and knowledge search ahead at 5 in
-# every chunking and metric (evidence recall@1 +0.02 to +0.06); 3 is within 0.01 of 5 with more ties.
-RRF_K = 5
 LEXICAL = "lexical"
-LEXICAL_WEIGHT = 1.0
+TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a keyword index)
+CJK = "cjk"  # payload: True when the text is mostly CJK
+
+# The lexical signal's weight when its best match holds the whole query (the dense spaces share a weight of 1).
+# Chosen on the dev sets (paraphrase_en_dev, paraphrase_zh_dev, LoCoMo conversations 1-3) among 1.5, 2 and 3 with
+# the gate below; reported on the others (bench/results/retrieval.md).
+LEXICAL_WEIGHT = 3.0
+# The lexical gate looks at this many of the lexical signal's first hits for its best coverage.
+GATE_DEPTH = 10
+# Distribution-based normalisation: mean - SPREAD·σ → 0, mean + SPREAD·σ → 1.
+SPREAD = 3.0
+# A lexical match must hold at least this share of the query's term weight to count on its own as a match
+# (the relevance floor; dense models have theirs per model, Embedder.noise_floor).
+COVERAGE_FLOOR = 0.5
 
 Ranking = list[tuple[str, float]]
 
 
 @dataclass
+class Evidence:
+    """Why one candidate ranked where it did; every part is 0..1 except the raw similarities."""
+
+    relevance: float = 0.0  # the fused score
+    coverage: float = 0.0  # share of the query's term weight the text contains (rare terms weigh more)
+    dense: float = 0.0  # the dense similarities, weighted as the fusion weighted them
+    similarities: dict[str, float] = field(default_factory=dict)  # per dense space, raw cosine
+    above_floor: bool = False  # some signal says "related", not merely "nearest"
+
+
+@dataclass
 class Fused:
-    """Fused relevance per id (1.0 = first in every signal) and each signal's raw best score."""
+    """Per candidate id, its evidence; `relevance` is the fused score (0..1) for short."""
 
-    relevance: dict[str, float] = field(default_factory=dict)
-    raw: dict[str, dict[str, float]] = field(default_factory=dict)
-    weights: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+
+    @property
+    def relevance(self) -> dict[str, float]:
+        return {point_id: item.relevance for point_id, item in self.evidence.items()}
 
 
-def signal_rankings(
+@dataclass
+class Signals:
+    """What one query's signals found: each signal's ranking, the candidates' payloads and the query's terms
+    with their document frequency among the points `where` selects."""
+
+    query: str
+    rankings: dict[str, Ranking]
+    payloads: dict[str, dict]
+    term_frequency: dict[str, int]
+    total: int
+
+
+def gather(
     store: VectorStore,
     collection: str,
     *,
@@ -41,76 +88,145 @@ def signal_rankings(
     where: Where,
     limit: int,
     dense_text: str | None = None,
-) -> dict[str, Ranking]:
-    """One ranking per signal. `dense_text` replaces the query for the dense signals only (HyDE)."""
+) -> Signals:
+    """Every signal's ranking. `dense_text` replaces the query for the dense signals only (HyDE)."""
     rankings: dict[str, Ranking] = {}
+    payloads: dict[str, dict] = {}
     for space, vector in stores.embedding_set().embed_query(dense_text or query).items():
         hits = store.search(collection, using=space, vector=vector.tolist(), limit=limit, where=where)
         rankings[space] = [(hit.id, hit.score) for hit in hits]
-    sparse = SparseVector.from_pairs(sparse_query_vector(query))
-    if sparse:
+        payloads.update((hit.id, hit.payload) for hit in hits)
+    terms = sorted({str(term_index(term)) for term in lexical_terms(query, for_query=True)})
+    frequency: dict[str, int] = {}
+    total = 0
+    if terms:
+        sparse = SparseVector.from_pairs(dict.fromkeys(map(int, terms), 1.0))
         hits = store.search(collection, using=LEXICAL, vector=sparse, limit=limit, where=where)
         rankings[LEXICAL] = [(hit.id, hit.score) for hit in hits]
-    return rankings
+        payloads.update((hit.id, hit.payload) for hit in hits)
+        # Rarity among what this query may see (this user's memories, this namespace), not the whole store.
+        total = store.count(collection, where)
+        frequency = {term: store.count(collection, {**where, TERMS: term}) for term in terms}
+    return Signals(query, rankings, payloads, frequency, total)
+
+
+def signal_rankings(
+    store: VectorStore, collection: str, *, query: str, where: Where, limit: int
+) -> dict[str, Ranking]:
+    """Each signal's ranking alone, best first (benchmarks and the evaluation page compare them)."""
+    return gather(store, collection, query=query, where=where, limit=limit).rankings
 
 
 def points(items: Sequence[tuple[str, str, dict]], vectors: dict[str, Sequence]) -> list[Point]:
-    """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`) and the
-    text's lexical sparse vector, the signals `signal_rankings` searches."""
+    """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`), the
+    text's lexical sparse vector and the TERMS/CJK payload that fusion reads."""
     return [
         Point(
             id=point_id,
             dense={space: rows[index].tolist() for space, rows in vectors.items()},
             sparse={LEXICAL: SparseVector.from_pairs(sparse_document_vector(text))},
-            payload=payload,
+            payload={
+                **payload,
+                TERMS: sorted({str(term_index(term)) for term in lexical_terms(text)}),
+                CJK: cjk_ratio(text) >= CJK_CUTOFF,
+            },
         )
         for index, (point_id, text, payload) in enumerate(items)
     ]
 
 
-def signal_weights(query: str, signals: Sequence[str]) -> dict[str, float]:
-    weights = dict.fromkeys(signals, LEXICAL_WEIGHT)
-    for space, weight in stores.embedding_set().query_weights(query).items():
-        if space in weights:
-            weights[space] = weight
-    return weights
+def coverage(signals: Signals, payload: dict) -> float:
+    """Share of the query's IDF weight whose terms the text contains (BM25's IDF over the visible points)."""
+    weights = {
+        term: math.log(1 + (signals.total - count + 0.5) / (count + 0.5))
+        for term, count in signals.term_frequency.items()
+    }
+    whole = sum(weights.values())
+    if whole <= 0:
+        return 0.0
+    held = set(payload.get(TERMS, ()))
+    return sum(weight for term, weight in weights.items() if term in held) / whole
 
 
-def fuse(runs: Sequence[tuple[dict[str, Ranking], dict[str, float]]]) -> Fused:
-    """Weighted reciprocal-rank fusion of several runs (one per query variant), normalised to 0..1."""
+def _normaliser(scores: list[float]):
+    """Maps a score to 0..1 by where it stands in this ranking: mean ± SPREAD standard deviations."""
+    if not scores:
+        return lambda score: 0.0
+    mean = sum(scores) / len(scores)
+    deviation = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    if deviation <= 1e-9:
+        return lambda score: 1.0 if score >= mean and score > 0 else 0.0
+    low = mean - SPREAD * deviation
+    return lambda score: min(1.0, max(0.0, (score - low) / (2 * SPREAD * deviation)))
+
+
+def fuse(runs: Sequence[Signals], limit: int) -> Fused:
+    """Calibrated score fusion of one or more runs (query variants); a candidate keeps its best run."""
     fused = Fused()
-    totals: dict[str, float] = defaultdict(float)
-    best_possible = 0.0
-    for rankings, weights in runs:
-        best_possible += sum(weights.get(name, 0.0) for name in rankings) / (RRF_K + 1)
-        for name, ranking in rankings.items():
-            for rank, (point_id, score) in enumerate(ranking, start=1):
-                totals[point_id] += weights.get(name, 0.0) / (RRF_K + rank)
-                signal_scores = fused.raw.setdefault(point_id, {})
-                signal_scores[name] = max(signal_scores.get(name, score), score)
-        for name, weight in weights.items():
-            fused.weights[name] = max(fused.weights.get(name, 0.0), weight)
-    best_possible = best_possible or 1.0
-    fused.relevance = {point_id: total / best_possible for point_id, total in totals.items()}
+    for signals in runs:
+        for point_id, item in _fuse_run(signals, limit).items():
+            previous = fused.evidence.get(point_id)
+            if previous is None or item.relevance > previous.relevance:
+                fused.evidence[point_id] = item
     return fused
 
 
-def dense_score(raw: dict[str, float], weights: dict[str, float]) -> float:
-    """The dense spaces' similarities weighted as the fusion weighted them: one figure for the console."""
-    dense = {name: score for name, score in raw.items() if name != LEXICAL}
-    total = sum(weights.get(name, 0.0) for name in dense)
-    return sum(weights.get(name, 0.0) * score for name, score in dense.items()) / total if total else 0.0
-
-
-# Below this a dense similarity says "unrelated" for both local models (and for the usual remote ones).
-NOISE_FLOOR = 0.05
-
-
-def is_noise(raw: dict[str, float], weights: dict[str, float]) -> bool:
-    """No lexical match and barely any dense similarity: ranked only because every candidate gets a rank."""
-    return raw.get(LEXICAL, 0.0) <= 0 and dense_score(raw, weights) < NOISE_FLOOR
+def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
+    embedding_set = stores.embedding_set()
+    floors = embedding_set.noise_floors()
+    query_cjk = cjk_ratio(signals.query) >= CJK_CUTOFF
+    found = {name: dict(ranking) for name, ranking in signals.rankings.items()}
+    dense_names = [name for name in found if name != LEXICAL]
+    pair_weights = {
+        point_id: embedding_set.pair_weights(query_cjk, bool(payload.get(CJK, query_cjk)))
+        for point_id, payload in signals.payloads.items()
+    }
+    # A dense space is normalised over the texts it can read: MiniLM's cosines for Chinese texts are noise and
+    # would otherwise set its scale for the English ones.
+    scale = {
+        name: _normaliser(
+            [s for point_id, s in found[name].items() if pair_weights[point_id].get(name, 0) > 0]
+        )
+        for name in dense_names
+    }
+    # Points without a lexical hit score 0: pad the pool so one weak match in a small store is no outlier.
+    lexical_scores = list(found.get(LEXICAL, {}).values())
+    padding = max(0, min(limit, signals.total) - len(lexical_scores))
+    scale[LEXICAL] = _normaliser(lexical_scores + [0.0] * padding)
+    lowest = {name: min(found[name].values()) for name in dense_names if found[name]}
+    coverages = {point_id: coverage(signals, payload) for point_id, payload in signals.payloads.items()}
+    gate = max(
+        (coverages[point_id] for point_id, _ in signals.rankings.get(LEXICAL, [])[:GATE_DEPTH]), default=0.0
+    )
+    evidence: dict[str, Evidence] = {}
+    for point_id in signals.payloads:
+        weights = {name: pair_weights[point_id].get(name, 0.0) for name in dense_names}
+        weights[LEXICAL] = LEXICAL_WEIGHT * gate
+        # A space that did not return the point ranks it below its last hit.
+        similarities = {name: found[name].get(point_id, lowest.get(name, 0.0)) for name in dense_names}
+        lexical = found.get(LEXICAL, {}).get(point_id, 0.0)
+        relevance = weights[LEXICAL] * scale[LEXICAL](lexical) + sum(
+            weights[name] * scale[name](similarities[name]) for name in dense_names
+        )
+        relevance /= sum(weights.values()) or 1.0
+        dense_weight = sum(weights[name] for name in dense_names)
+        dense = (
+            sum(weights[name] * similarities[name] for name in dense_names) / dense_weight
+            if dense_weight
+            else 0.0
+        )
+        above_floor = coverages[point_id] >= COVERAGE_FLOOR or any(
+            weights[name] > 0 and similarities[name] >= floors.get(name, 1.0) for name in dense_names
+        )
+        evidence[point_id] = Evidence(
+            round(relevance, 6),
+            round(coverages[point_id], 4),
+            round(dense, 4),
+            {name: round(similarity, 4) for name, similarity in similarities.items()},
+            above_floor,
+        )
+    return evidence
 
 
 def search(store: VectorStore, collection: str, *, query: str, where: Where, limit: int) -> Fused:
-    rankings = signal_rankings(store, collection, query=query, where=where, limit=limit)
-    return fuse([(rankings, signal_weights(query, list(rankings)))])
+    return fuse([gather(store, collection, query=query, where=where, limit=limit)], limit)

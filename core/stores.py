@@ -85,7 +85,7 @@ def collection_store(name: str, *, keyword_fields: tuple[str, ...] = (), float_f
 
 
 def collection_spec(name: str, keyword_fields: tuple[str, ...], float_fields: tuple[str, ...]):
-    from core.hybrid import LEXICAL
+    from core.hybrid import LEXICAL, TERMS
     from core.vectorstore import CollectionSpec, VectorStoreConfigError
 
     dense = dict(embedding_set().dimensions)
@@ -100,6 +100,6 @@ def collection_spec(name: str, keyword_fields: tuple[str, ...], float_fields: tu
         dense=dense,
         sparse=(LEXICAL,),
         distance=settings.QDRANT_DISTANCE,
-        keyword_fields=keyword_fields,
+        keyword_fields=(*keyword_fields, TERMS),
         float_fields=float_fields,
     )

@@ -68,9 +68,8 @@ def search_chunks(
                 notices.append(f"MQE/HyDE skipped: {exc}")
     try:
         store = chunk_store()
-        runs = []
-        for index, text in enumerate(queries):
-            rankings = hybrid.signal_rankings(
+        runs = [
+            hybrid.gather(
                 store,
                 COLLECTION,
                 query=text,
@@ -78,10 +77,11 @@ def search_chunks(
                 limit=CANDIDATES,
                 dense_text=hypothetical if index == 0 and hypothetical else None,
             )
-            runs.append((rankings, hybrid.signal_weights(text, list(rankings))))
+            for index, text in enumerate(queries)
+        ]
     except VectorStoreError as exc:
         return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
-    fused = hybrid.fuse(runs)
+    fused = hybrid.fuse(runs, CANDIDATES)
     # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise walks
     # the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
     candidates = Chunk.objects.filter(pk__in=list(fused.relevance)).select_related("document")
@@ -94,15 +94,16 @@ def search_chunks(
     ]
     hits = []
     for chunk in chunks:
-        key = str(chunk.pk)
-        raw = fused.raw.get(key, {})
-        dense = hybrid.dense_score(raw, fused.weights)
-        lexical = raw.get(hybrid.LEXICAL, 0.0)
-        relevance = fused.relevance[key]
-        if relevance < min_score or hybrid.is_noise(raw, fused.weights):
-            continue
-        scores = {"dense": round(dense, 4), "lexical": round(lexical, 4), "fused": round(relevance, 4)}
-        hits.append(ChunkHit(chunk, round(relevance, 6), scores))
+        evidence = fused.evidence[str(chunk.pk)]
+        if evidence.relevance < min_score or not evidence.above_floor:
+            continue  # nearest is not related: under every model's noise floor and without the query's terms
+        scores = {
+            "dense": evidence.dense,
+            "lexical": evidence.coverage,
+            "fused": evidence.relevance,
+            **{f"dense_{name}": score for name, score in evidence.similarities.items()},
+        }
+        hits.append(ChunkHit(chunk, evidence.relevance, scores))
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return KnowledgeResult(hits[:limit], " ".join(notices), queries)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from core.embeddings import (
+    CJK_CUTOFF,
     EmbeddingError,
     EmbeddingSet,
     MiniLMEmbedder,
@@ -42,11 +43,16 @@ def local_set() -> EmbeddingSet:
 
 
 def best_match(embedding_set: EmbeddingSet, memories: dict[str, str], query: str) -> str:
-    """The memory the set ranks first, scoring with the query's language weights."""
+    """The memory the set ranks first, scoring each with the pair's language weights."""
     docs = embedding_set.embed_documents(list(memories.values()))
     vectors = embedding_set.embed_query(query)
-    weights = embedding_set.query_weights(query)
-    scores = sum(weights[space] * (docs[space] @ vectors[space]) for space in weights)
+    query_cjk = cjk_ratio(query) >= CJK_CUTOFF
+    scores = []
+    for row, text in enumerate(memories.values()):
+        weights = embedding_set.pair_weights(query_cjk, cjk_ratio(text) >= CJK_CUTOFF)
+        scores.append(
+            sum(weight * float(docs[space][row] @ vectors[space]) for space, weight in weights.items())
+        )
     return list(memories)[int(np.argmax(scores))]
 
 
@@ -228,18 +234,16 @@ def test_concurrent_first_calls_load_once_and_agree():
             np.testing.assert_allclose(result, results[0], atol=1e-5)
 
 
-def test_query_weights_follow_the_query_language(local_set):
-    assert local_set.query_weights("前端工程师") == {"minilm": 0.0, "use": 1.0}
-    english = local_set.query_weights("Who moved to Berlin?")
-    assert english == pytest.approx({"minilm": 0.7, "use": 0.3})
-    mixed = local_set.query_weights("React前端")  # 2 of 7 letters are CJK
-    assert 0.0 < mixed["minilm"] < 0.7
-    assert sum(mixed.values()) == pytest.approx(1.0)
+def test_pair_weights_drop_the_english_model_when_either_side_is_cjk(local_set):
+    assert local_set.pair_weights(True, True) == {"minilm": 0.0, "use": 1.0}
+    assert local_set.pair_weights(False, True) == {"minilm": 0.0, "use": 1.0}  # English query, Chinese memory
+    assert local_set.pair_weights(True, False) == {"minilm": 0.0, "use": 1.0}
+    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.7, "use": 0.3})
 
 
 def test_single_model_sets_weigh_their_one_space():
-    assert build_embedding_set("minilm").query_weights("前端工程师") == {"minilm": 1.0}
-    assert build_embedding_set("use").query_weights("hello") == {"use": 1.0}
+    assert build_embedding_set("minilm").pair_weights(True, True) == {"minilm": 1.0}
+    assert build_embedding_set("use").pair_weights(False, False) == {"use": 1.0}
 
 
 def test_cjk_ratio():

@@ -1,5 +1,6 @@
 import io
 import json
+import math
 
 import pytest
 
@@ -122,8 +123,11 @@ def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
     reply = tool.execute({"action": "search", "query": "李四", "min_importance": 0})
     by_content = {r["content"]: r["scores"] for r in reply.data["results"]}
     assert by_content["李四擅长React"]["graph"] == 1.0
-    # No word of the query in it: found through 李四 → React, one hop away.
-    assert by_content["React 19 adds server actions"]["graph"] == pytest.approx(0.6)
+    # No word of the query in it: found through 李四 → React, one hop away (0.6), and React is on both memories,
+    # so it counts at its specificity log(1 + 2/2) / log(1 + 2).
+    assert by_content["React 19 adds server actions"]["graph"] == pytest.approx(
+        0.6 * math.log(2) / math.log(3), abs=1e-4
+    )
 
 
 def test_entity_api_lists_searches_neighbours_merges_and_deletes(client, user, write_key, other_user):

@@ -633,7 +633,8 @@ def test_search_with_htmx_returns_the_results_and_says_mqe_needs_an_llm(logged_i
     settings.LLM_BASE_URL = ""
     document_create(user=user, file=md_file())
     response = logged_in.get(
-        reverse("knowledge_search") + "?q=install&namespaces=default&limit=3&min_score=&mqe=on&hyde=on",
+        reverse("knowledge_search")
+        + "?q=start+the+server&namespaces=default&limit=3&min_score=&mqe=on&hyde=on",
         HTTP_HX_TARGET="search-results",
         **HTMX,
     )
@@ -642,7 +643,10 @@ def test_search_with_htmx_returns_the_results_and_says_mqe_needs_an_llm(logged_i
     assert response.text.lstrip().startswith('<section id="search-results"')
     assert "MQE/HyDE need an LLM (set LLM_BASE_URL); ran a plain hybrid search instead." in response.text
     assert response.context["result"].hits
-    assert response["HX-Push-Url"] == "/knowledge/search/?q=install&namespaces=default&limit=3&mqe=on&hyde=on"
+    assert (
+        response["HX-Push-Url"]
+        == "/knowledge/search/?q=start+the+server&namespaces=default&limit=3&mqe=on&hyde=on"
+    )
 
 
 def test_an_invalid_search_is_422_with_the_reasons(logged_in, user):

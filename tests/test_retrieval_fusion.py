@@ -1,0 +1,77 @@
+"""The fused memory search on small hand-made cases: each test states one mechanism of core.hybrid/retrieval."""
+
+import math
+
+from django.test import TestCase
+
+from memories.retrieval import search_memories
+from memories.services import memory_create
+
+
+def add(user, *contents, memory_type="semantic"):
+    # The mirror writes vectors on commit; a test's transaction never commits, so run the callbacks here.
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return [memory_create(user=user, content=text, memory_type=memory_type) for text in contents]
+
+
+def top(user, query, **kwargs):
+    return [hit.memory.content for hit in search_memories(user=user, query=query, **kwargs).hits]
+
+
+def test_a_match_on_one_common_word_does_not_outrank_a_paraphrase(user):
+    add(
+        user,
+        "The user cycles to the office every morning.",
+        "The user likes jazz.",
+        "The user has a sister in Oslo.",
+        "The user drinks green tea.",
+        "The user reads novels.",
+    )
+    # "user" is in every memory, so it weighs nothing; "get to work" is said differently in the answer.
+    assert top(user, "How does the user get to work?")[0] == "The user cycles to the office every morning."
+
+
+def test_a_common_chinese_word_does_not_outrank_a_paraphrase(user):
+    add(user, "用户每天骑电动车通勤", "用户的车是红色的", "用户喜欢爵士乐", "用户的妹妹住在成都", "用户爱喝绿茶")
+    assert top(user, "用户平时怎么去上班？")[0] == "用户每天骑电动车通勤"
+
+
+def test_a_name_on_every_memory_does_not_lift_them_all(user):
+    memories = add(
+        user,
+        "Ana Silva's manager is Kofi Mensah.",
+        "Ana Silva plays the cello.",
+        "Ana Silva grew up in Porto.",
+        "Ana Silva is allergic to cats.",
+        "Ana Silva drives a blue Fiat.",
+    )
+    hits = search_memories(user=user, query="Who is Ana Silva's boss?").hits
+    assert hits[0].memory == memories[0]
+    # Ana Silva is on all five: at most her specificity, log 2 / log 6, and the same for every one of them.
+    graph = {round(hit.scores["graph"], 4) for hit in hits}
+    assert len(graph) == 1 and graph.pop() <= math.log(2) / math.log(6) + 1e-4
+
+
+def test_a_nonsense_query_returns_nothing(user):
+    add(user, "The user cycles to the office every morning.", "用户每天骑电动车通勤", "The user likes jazz.")
+    assert top(user, "zzqxj") == []
+    assert search_memories(user=user, query="zzqxj").hits == []
+
+
+def test_an_english_question_finds_a_chinese_memory(user):
+    add(
+        user,
+        "用户每天骑电动车通勤",
+        "The user likes jazz.",
+        "The user has a sister in Oslo.",
+        "The user drinks green tea.",
+    )
+    assert top(user, "How does the user commute to work?")[0] == "用户每天骑电动车通勤"
+
+
+def test_scores_stay_within_zero_and_one_and_explain_each_part(user):
+    add(user, "The user cycles to the office every morning.", "The user likes jazz.")
+    for hit in search_memories(user=user, query="cycling to the office").hits:
+        assert 0.0 <= hit.score <= 1.0
+        assert {"dense", "lexical", "fused", "graph", "importance", "recency"} <= set(hit.scores)
+        assert 0.0 <= hit.scores["lexical"] <= 1.0
