@@ -1,0 +1,275 @@
+"""Retrieval evaluation: golden questions, runs scored against the real search, the pages, the API and the command.
+
+The memories below are chosen so the outcome does not hang on fine ranking details: each answerable question
+names its memory's own words (rank 1 by every signal), and a miss is made certain by archiving the expected
+memory, which takes it out of search. A no-answer question returns nothing for sure only where there is nothing
+to return (a namespace without documents); one that quotes a memory returns something for sure.
+"""
+
+import json
+
+import pytest
+
+from console import evaluation, metrics
+from console.models import EvaluationRun, GoldenQuestion
+from knowledge.models import Chunk
+from knowledge.services import document_create_from_text
+from memories.models import Memory
+from memories.services import memories_delete, memory_archive, memory_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+GUIDE = """# Mnemo guide
+
+## Install
+
+Run `make run` to create the virtualenv and start the server.
+
+## 检索
+
+Mnemo 把每个文档切成带标题路径的分块，然后同时用向量和关键词检索。
+"""
+
+
+@pytest.fixture
+def memories(user) -> dict[str, Memory]:
+    return {
+        "meeting": memory_create(
+            user=user, content="The team meeting is in Berlin on Tuesday", memory_type="episodic"
+        ),
+        "tea": memory_create(
+            user=user, content="Alice prefers green tea over coffee", memory_type="semantic"
+        ),
+        "backups": memory_create(
+            user=user, content="The server backups run every night at two", memory_type="semantic"
+        ),
+    }
+
+
+@pytest.fixture
+def api(client, write_key):
+    def call(method: str, path: str, body=None, key: str | None = None):
+        kwargs = {"HTTP_X_API_KEY": key or write_key}
+        if body is not None:
+            kwargs.update(data=json.dumps(body), content_type="application/json")
+        return getattr(client, method)(f"/api/v1/evaluation{path}", **kwargs)
+
+    return call
+
+
+def three_questions(user, memories) -> list[GoldenQuestion]:
+    """Two that search finds at rank 1, one whose answer is archived (so search cannot find it)."""
+    memory_archive(memory=memories["backups"], via="page")
+    return [
+        evaluation.question_create(
+            user=user, text="Where is the team meeting?", expected_memory_ids=[memories["meeting"].pk]
+        ),
+        evaluation.question_create(
+            user=user, text="What does Alice drink?", expected_memory_ids=[memories["tea"].pk]
+        ),
+        evaluation.question_create(
+            user=user, text="When do the server backups run?", expected_memory_ids=[memories["backups"].pk]
+        ),
+    ]
+
+
+# --- metrics --------------------------------------------------------------------------------------------------
+
+
+def test_summarise_scores_ranks_exactly():
+    outcomes = [
+        metrics.Outcome(False, 1, 10),
+        metrics.Outcome(False, 2, 10),
+        metrics.Outcome(False, None, 10),
+        metrics.Outcome(False, 4, 10),
+        metrics.Outcome(True, None, 0),
+        metrics.Outcome(True, None, 3),
+        metrics.Outcome(True, None, 0),
+    ]
+    summary = metrics.summarise(outcomes)
+    assert summary == {
+        "answerable": 4,
+        "no_answer": 3,
+        "hit_at_1": 1 / 4,
+        "hit_at_3": 2 / 4,
+        "hit_at_10": 3 / 4,
+        "mrr": (1 + 1 / 2 + 0 + 1 / 4) / 4,
+        "no_answer_empty": 2 / 3,
+    }
+    assert metrics.summarise([])["hit_at_1"] is None
+    assert metrics.deltas({"hit_at_1": 0.5, "mrr": None}, {"hit_at_1": 0.25, "mrr": 0.1})["hit_at_1"] == 0.25
+    assert metrics.deltas({"hit_at_1": 0.5, "mrr": None}, {"hit_at_1": 0.25, "mrr": 0.1})["mrr"] is None
+
+
+def test_a_run_scores_a_hand_made_case_exactly(user, memories):
+    questions = three_questions(user, memories)
+    # Nothing to return: a namespace without documents. And a no-answer question that quotes a memory.
+    empty = evaluation.question_create(
+        user=user,
+        text="What is in the empty shelf?",
+        target="knowledge",
+        namespaces=["empty"],
+        no_answer=True,
+    )
+    quoted = evaluation.question_create(user=user, text="team meeting in Berlin", no_answer=True)
+    # Its only answer deleted: shown as needing answers and skipped, not scored as a miss.
+    gone = memory_create(user=user, content="a memory that will be deleted", memory_type="semantic")
+    orphan = evaluation.question_create(user=user, text="What was deleted?", expected_memory_ids=[gone.pk])
+    memories_delete(user=user, memory_ids=[gone.pk])
+
+    run = evaluation.evaluation_run(user=user)
+
+    assert (run.question_count, run.skipped_count) == (5, 1)
+    overall = run.summary["overall"]
+    assert (overall["answerable"], overall["no_answer"]) == (3, 2)
+    assert overall["hit_at_1"] == pytest.approx(2 / 3)
+    assert overall["hit_at_3"] == pytest.approx(2 / 3)
+    assert overall["hit_at_10"] == pytest.approx(2 / 3)
+    assert overall["mrr"] == pytest.approx(2 / 3)
+    assert overall["no_answer_empty"] == pytest.approx(1 / 2)
+    # Per memory type of the expected answer: the meeting is episodic, tea and backups semantic.
+    assert run.summary["by_type"]["episodic"]["hit_at_1"] == 1.0
+    assert run.summary["by_type"]["semantic"]["hit_at_1"] == pytest.approx(1 / 2)
+    # Each signal alone: every one finds the two quoted memories first and cannot find the archived one; a dense
+    # signal ranks every point, so only the empty namespace gives "nothing" for a no-answer question.
+    assert set(run.summary["by_signal"]) == {"minilm", "use", "lexical"}
+    for signal in run.summary["by_signal"].values():
+        assert signal["hit_at_1"] == pytest.approx(2 / 3)
+        assert signal["no_answer_empty"] == pytest.approx(1 / 2)
+    assert set(run.summary["by_target"]) == {"memories", "knowledge"}
+
+    by_question = {result["question_id"]: result for result in run.results}
+    assert orphan.pk not in by_question
+    assert by_question[questions[0].pk]["rank"] == 1
+    assert by_question[questions[0].pk]["top"][0]["id"] == str(memories["meeting"].pk)
+    assert by_question[questions[1].pk]["top"][0]["id"] == str(memories["tea"].pk)
+    assert by_question[questions[2].pk]["rank"] is None
+    assert str(memories["backups"].pk) not in [item["id"] for item in by_question[questions[2].pk]["top"]]
+    assert by_question[empty.pk]["returned"] == 0
+    assert by_question[quoted.pk]["returned"] >= 1
+    assert run.settings["embedding"].startswith("local:")
+    assert run.settings["fusion"]  # whatever constants core.hybrid has now
+    assert run.settings["limit"] == 10
+
+
+def test_a_knowledge_question_is_scored_against_chunk_search(user):
+    document_create_from_text(user=user, text=GUIDE, title="Mnemo guide", namespace="docs")
+    chunk = Chunk.objects.get(user=user, heading_path="Mnemo guide > 检索")
+    question = evaluation.question_create(
+        user=user, text="向量和关键词检索", target="knowledge", expected_chunk_ids=[chunk.pk]
+    )
+    assert question.namespaces == ["docs"]  # taken from the expected chunk
+
+    run = evaluation.evaluation_run(user=user, scope="knowledge")
+
+    assert run.summary["overall"]["hit_at_1"] == 1.0
+    assert run.results[0]["top"][0]["id"] == str(chunk.pk)
+    assert run.results[0]["top"][0]["text"].startswith("Mnemo guide #")
+
+
+def test_there_is_nothing_to_run_without_questions(user, memories):
+    with pytest.raises(evaluation.EvaluationError, match="no golden question"):
+        evaluation.evaluation_run(user=user)
+    assert EvaluationRun.objects.count() == 0
+
+
+# --- golden questions belong to one user ------------------------------------------------------------------------
+
+
+def test_another_users_memory_or_chunk_is_refused_and_nothing_is_stored(user, other_user, memories):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    document_create_from_text(user=other_user, text=GUIDE, title="their guide")
+    their_chunk = Chunk.objects.filter(user=other_user).first()
+
+    with pytest.raises(evaluation.EvaluationError, match=f"no memory of yours has the id {theirs.pk}"):
+        evaluation.question_create(
+            user=user, text="plan?", expected_memory_ids=[memories["tea"].pk, theirs.pk]
+        )
+    with pytest.raises(evaluation.EvaluationError, match="no chunk of yours"):
+        evaluation.question_create(
+            user=user, text="guide?", target="knowledge", expected_chunk_ids=[their_chunk.pk]
+        )
+    with pytest.raises(evaluation.EvaluationError, match="expects memories, not chunks"):
+        evaluation.question_create(user=user, text="mixed?", expected_chunk_ids=[their_chunk.pk])
+    with pytest.raises(evaluation.EvaluationError, match="not an id"):
+        evaluation.question_create(user=user, text="typo?", expected_memory_ids=["not-a-uuid"])
+    with pytest.raises(evaluation.EvaluationError, match="expect at least one answer"):
+        evaluation.question_create(user=user, text="nothing expected?")
+    assert GoldenQuestion.objects.count() == 0
+
+
+def test_an_invalid_change_changes_nothing(user, other_user, memories):
+    question = evaluation.question_create(
+        user=user,
+        text="Where is the team meeting?",
+        expected_memory_ids=[memories["meeting"].pk],
+        note="kept",
+    )
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    with pytest.raises(evaluation.EvaluationError):
+        evaluation.question_update(
+            question=question, text="changed text", expected_memory_ids=[theirs.pk], note="lost?"
+        )
+    with pytest.raises(evaluation.EvaluationError, match="cannot also expect answers"):
+        evaluation.question_update(question=question, no_answer=True)
+    question.refresh_from_db()
+    assert (question.text, question.note, question.no_answer) == ("Where is the team meeting?", "kept", False)
+    assert question.expected_ids() == {str(memories["meeting"].pk)}
+
+
+def test_a_deleted_answer_drops_out_and_the_question_needs_answers(user, memories):
+    question = evaluation.question_create(
+        user=user, text="Alice and tea", expected_memory_ids=[memories["tea"].pk, memories["meeting"].pk]
+    )
+    memories_delete(user=user, memory_ids=[memories["meeting"].pk])
+    question = GoldenQuestion.objects.get(pk=question.pk)
+    assert question.expected_ids() == {str(memories["tea"].pk)}
+    assert not question.needs_answers
+    memories_delete(user=user, memory_ids=[memories["tea"].pk])
+    assert GoldenQuestion.objects.get(pk=question.pk).needs_answers
+    # It can still be edited; giving it answers or "no answer expected" is what brings it back.
+    evaluation.question_update(question=question, note="answers gone")
+    with pytest.raises(evaluation.EvaluationError, match="expect at least one answer"):
+        evaluation.question_update(question=question, expected_memory_ids=[])
+    evaluation.question_update(question=question, no_answer=True)
+    assert not GoldenQuestion.objects.get(pk=question.pk).needs_answers
+
+
+def test_a_knowledge_answer_outside_the_questions_namespaces_is_refused(user):
+    document_create_from_text(user=user, text=GUIDE, title="Mnemo guide", namespace="docs")
+    chunk = Chunk.objects.filter(user=user).first()
+    with pytest.raises(
+        evaluation.EvaluationError, match="namespace docs, which the question does not search"
+    ):
+        evaluation.question_create(
+            user=user,
+            text="install?",
+            target="knowledge",
+            expected_chunk_ids=[chunk.pk],
+            namespaces=["other"],
+        )
+    with pytest.raises(evaluation.EvaluationError, match="namespaces apply to knowledge questions only"):
+        evaluation.question_create(user=user, text="install?", namespaces=["docs"])
+
+
+# --- runs are kept and compared --------------------------------------------------------------------------------
+
+
+def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
+    three_questions(user, memories)
+    evaluation.evaluation_run(user=user)
+    monkeypatch.setattr("core.hybrid.RRF_K", 60)
+    run = evaluation.evaluation_run(user=user)
+    assert run.settings["fusion"]["RRF_K"] == 60
+    assert evaluation.run_view(run, run.previous()).settings_changed
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+
+# --- pages ------------------------------------------------------------------------------------------------------
+
+
+# --- API --------------------------------------------------------------------------------------------------------
