@@ -12,6 +12,7 @@ import pytest
 
 from console import evaluation, metrics
 from console.models import EvaluationRun, GoldenQuestion
+from core.services import api_key_create
 from knowledge.models import Chunk
 from knowledge.services import document_create_from_text
 from memories.models import Memory
@@ -273,3 +274,93 @@ def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
 
 
 # --- API --------------------------------------------------------------------------------------------------------
+
+
+def test_api_questions_and_runs(api, user, memories):
+    response = api(
+        "post",
+        "/questions",
+        {"text": "Where is the team meeting?", "expected_memory_ids": [str(memories["meeting"].pk)]},
+    )
+    assert response.status_code == 201
+    question = response.json()
+    assert question["expected_memory_ids"] == [str(memories["meeting"].pk)]
+    assert question["needs_answers"] is False
+
+    response = api("patch", f"/questions/{question['id']}", {"note": "from the API"})
+    assert (response.status_code, response.json()["note"]) == (200, "from the API")
+    assert api("get", "/questions").json()["count"] == 1
+
+    response = api("post", "/runs", {"scope": "memories"})
+    assert response.status_code == 201
+    run = response.json()
+    assert run["summary"]["overall"]["hit_at_1"] == 1.0
+    assert run["results"][0]["rank"] == 1
+    assert run["previous_id"] is None
+    second = api("post", "/runs", {}).json()
+    assert second["scope"] == "all"
+    listed = api("get", "/runs").json()
+    assert [item["id"] for item in listed] == [second["id"], run["id"]]
+    assert api("get", f"/runs/{run['id']}").json()["results"][0]["text"] == "Where is the team meeting?"
+
+    assert api("delete", f"/questions/{question['id']}").status_code == 204
+    assert api("get", f"/questions/{question['id']}").status_code == 404
+
+
+def test_api_refuses_bad_input_with_422_and_keeps_what_was_stored(api, user, other_user, memories):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    created = api(
+        "post", "/questions", {"text": "tea?", "expected_memory_ids": [str(memories["tea"].pk)]}
+    ).json()
+
+    response = api(
+        "patch", f"/questions/{created['id']}", {"text": "x", "expected_memory_ids": [str(theirs.pk)]}
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"] == f"no memory of yours has the id {theirs.pk}"
+    stored = api("get", f"/questions/{created['id']}").json()
+    assert (stored["text"], stored["expected_memory_ids"]) == ("tea?", [str(memories["tea"].pk)])
+
+    assert api("post", "/questions", {"text": "x", "expected_memory_ids": ["nope"]}).status_code == 422
+    assert api("post", "/questions", {"text": "x", "target": "dreams"}).status_code == 422
+    assert api("post", "/runs", {"scope": "knowledge"}).status_code == 422  # no knowledge question
+    assert api("get", "/runs/999999").status_code == 404
+
+
+def test_another_users_questions_and_runs_are_404_over_the_api(api, other_user):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    question = evaluation.question_create(user=other_user, text="plan?", expected_memory_ids=[theirs.pk])
+    run = evaluation.evaluation_run(user=other_user)
+    assert api("get", f"/questions/{question.pk}").status_code == 404
+    assert api("patch", f"/questions/{question.pk}", {"note": "mine now"}).status_code == 404
+    assert api("delete", f"/questions/{question.pk}").status_code == 404
+    assert api("get", f"/runs/{run.pk}").status_code == 404
+    assert api("get", "/runs").json() == []
+    assert GoldenQuestion.objects.get(pk=question.pk).note == ""
+
+
+def test_a_read_only_key_gets_403_on_writes(api, user, memories, read_key):
+    question = evaluation.question_create(
+        user=user, text="Where is the team meeting?", expected_memory_ids=[memories["meeting"].pk]
+    )
+    writes = [
+        ("post", "/questions", {"text": "new?"}),
+        ("patch", f"/questions/{question.pk}", {"note": "changed"}),
+        ("delete", f"/questions/{question.pk}", None),
+        ("post", "/runs", {}),
+    ]
+    for method, path, body in writes:
+        response = api(method, path, body, key=read_key)
+        assert response.status_code == 403, (method, path)
+        assert "read-only" in response.json()["detail"]
+    assert api("get", "/questions", key=read_key).status_code == 200
+    assert api("get", "/runs", key=read_key).status_code == 200
+    assert GoldenQuestion.objects.get(pk=question.pk).note == ""
+    assert EvaluationRun.objects.count() == 0
+
+
+def test_a_key_of_another_user_sees_only_its_own(client, user, memories, other_user):
+    evaluation.question_create(user=user, text="mine?", expected_memory_ids=[memories["tea"].pk])
+    key = api_key_create(user=other_user, name="mallory")[1]
+    response = client.get("/api/v1/evaluation/questions", HTTP_X_API_KEY=key)
+    assert response.json()["count"] == 0
