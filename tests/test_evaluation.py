@@ -9,6 +9,7 @@ to return (a namespace without documents); one that quotes a memory returns some
 import json
 
 import pytest
+from django.urls import reverse
 
 from console import evaluation, metrics
 from console.models import EvaluationRun, GoldenQuestion
@@ -258,6 +259,31 @@ def test_a_knowledge_answer_outside_the_questions_namespaces_is_refused(user):
 # --- runs are kept and compared --------------------------------------------------------------------------------
 
 
+def test_runs_are_kept_newest_first_and_show_the_difference(user, memories, logged_in):
+    three_questions(user, memories)
+    first = evaluation.evaluation_run(user=user)
+    # The data changes: the archived answer is back in search.
+    memory_archive(memory=Memory.objects.get(pk=memories["backups"].pk), via="page", archived=False)
+    second = evaluation.evaluation_run(user=user)
+
+    assert list(EvaluationRun.objects.for_user(user)) == [second, first]
+    assert second.previous() == first and first.previous() is None
+    assert first.summary["overall"]["hit_at_1"] == pytest.approx(2 / 3)
+    assert second.summary["overall"]["hit_at_1"] == 1.0
+    view = evaluation.run_view(second, second.previous())
+    assert view.deltas["hit_at_1"] == pytest.approx(1 / 3)
+    assert not view.settings_changed
+
+    page = logged_in.get(reverse("evaluation")).content.decode()
+    assert f"Run #{second.pk}</a>" in page
+    assert "+0.333" in page  # hit@1 and MRR went up by a third
+    assert page.index(f">#{second.pk}<") < page.index(f">#{first.pk}<")  # history, newest first
+    detail = logged_in.get(reverse("evaluation_run", args=[first.pk]))
+    assert detail.status_code == 200
+    assert "When do the server backups run?" in detail.content.decode()
+    assert "not in top 10" in detail.content.decode()
+
+
 def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
     three_questions(user, memories)
     evaluation.evaluation_run(user=user)
@@ -271,6 +297,103 @@ def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
 
 
 # --- pages ------------------------------------------------------------------------------------------------------
+
+
+def test_the_answer_button_refuses_another_users_memory(logged_in, other_user):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    response = logged_in.post(
+        reverse("evaluation_answer_mark"), {"target": "memories", "q": "plan", "answer": theirs.pk}, **HTMX
+    )
+    assert response.status_code == 422
+    assert "no memory of yours" in response.content.decode()
+    assert GoldenQuestion.objects.count() == 0
+
+
+def test_add_edit_and_delete_a_question_on_the_page(logged_in, user, memories):
+    add = reverse("evaluation_question_add")
+    response = logged_in.post(
+        add,
+        {"text": "Where is the meeting?", "target": "memories", "pasted": f"{memories['meeting'].pk}\n"},
+        **HTMX,
+        HTTP_HX_TARGET="questions",
+    )
+    assert response.status_code == 200
+    assert "Where is the meeting?" in response.content.decode()
+    question = GoldenQuestion.objects.get(user=user)
+    assert question.expected_ids() == {str(memories["meeting"].pk)}
+
+    # A duplicate is refused with the reason; the form keeps what was typed.
+    response = logged_in.post(
+        add, {"text": "Where is the meeting?", "target": "memories", "picked": [memories["tea"].pk]}, **HTMX
+    )
+    assert response.status_code == 422
+    assert "already have a golden question" in response.content.decode()
+    assert 'value="Where is the meeting?"' in response.content.decode()
+    assert f'value="{memories["tea"].pk}" form="question-form" checked' in response.content.decode()
+    assert GoldenQuestion.objects.count() == 1
+
+    edit = reverse("evaluation_question_edit", args=[question.pk])
+    assert str(memories["meeting"].pk) in logged_in.get(edit, **HTMX).content.decode()
+    response = logged_in.post(
+        edit,
+        {"text": "Where is the team meeting?", "target": "memories", "pasted": str(memories["tea"].pk)},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    assert "Saved" in response.content.decode()
+    question.refresh_from_db()
+    assert (question.text, question.expected_ids()) == (
+        "Where is the team meeting?",
+        {str(memories["tea"].pk)},
+    )
+
+    response = logged_in.post(reverse("evaluation_question_delete", args=[question.pk]), **HTMX)
+    assert response.status_code == 200
+    assert GoldenQuestion.objects.count() == 0
+
+
+def test_the_picker_finds_my_memories_and_keeps_ticked_ones(logged_in, user, other_user, memories):
+    memory_create(user=other_user, content="Mallory drinks green tea too", memory_type="semantic")
+    response = logged_in.get(
+        reverse("evaluation_answer_picker"),
+        {"target": "memories", "pick_q": "green tea", "picked": [str(memories["meeting"].pk)]},
+        **HTMX,
+    )
+    html = response.content.decode()
+    assert "Alice prefers green tea over coffee" in html
+    assert "Mallory" not in html
+    assert f'value="{memories["meeting"].pk}" form="question-form" checked' in html
+
+
+def test_run_from_the_page_and_see_its_table(logged_in, user, memories):
+    three_questions(user, memories)
+    response = logged_in.post(
+        reverse("evaluation_run_create"), {"scope": "all"}, **HTMX, HTTP_HX_TARGET="runs"
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" not in html
+    run = EvaluationRun.objects.get(user=user)
+    assert f"Run #{run.pk}" in html
+    assert "Fused search (the product)" in html and "0.667" in html
+    assert "Each signal alone" in html and "By memory type" in html
+
+
+def test_a_run_without_questions_says_why(logged_in):
+    response = logged_in.post(reverse("evaluation_run_create"), **HTMX)
+    assert response.status_code == 422
+    assert "no golden question to run" in response.content.decode()
+
+
+def test_another_users_questions_and_runs_are_not_found(logged_in, other_user):
+    theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
+    question = evaluation.question_create(user=other_user, text="plan?", expected_memory_ids=[theirs.pk])
+    run = evaluation.evaluation_run(user=other_user)
+    assert logged_in.get(reverse("evaluation_run", args=[run.pk])).status_code == 404
+    assert logged_in.post(reverse("evaluation_question_delete", args=[question.pk])).status_code == 404
+    assert logged_in.get(reverse("evaluation_question_edit", args=[question.pk])).status_code == 404
+    assert "plan?" not in logged_in.get(reverse("evaluation")).content.decode()
+    assert GoldenQuestion.objects.filter(pk=question.pk).exists()
 
 
 # --- API --------------------------------------------------------------------------------------------------------
