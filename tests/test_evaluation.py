@@ -299,6 +299,29 @@ def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
 # --- pages ------------------------------------------------------------------------------------------------------
 
 
+def test_the_answer_button_creates_then_extends_a_golden_question(logged_in, user, memories):
+    page = logged_in.get(reverse("memory_list"), {"q": "Berlin meeting"}).content.decode()
+    assert "✓ right answer" in page
+    assert 'name="q" value="Berlin meeting"' in page
+
+    url = reverse("evaluation_answer_mark")
+    response = logged_in.post(
+        url, {"target": "memories", "q": "Berlin meeting", "answer": memories["meeting"].pk}, **HTMX
+    )
+    assert response.status_code == 200
+    assert "✓ saved" in response.content.decode()
+    assert "<html" not in response.content.decode()
+    question = GoldenQuestion.objects.get(user=user, text="Berlin meeting")
+    assert question.expected_ids() == {str(memories["meeting"].pk)}
+
+    logged_in.post(url, {"target": "memories", "q": "Berlin meeting", "answer": memories["tea"].pk}, **HTMX)
+    assert GoldenQuestion.objects.get(pk=question.pk).expected_ids() == {
+        str(memories["meeting"].pk),
+        str(memories["tea"].pk),
+    }
+    assert GoldenQuestion.objects.count() == 1
+
+
 def test_the_answer_button_refuses_another_users_memory(logged_in, other_user):
     theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
     response = logged_in.post(
@@ -307,6 +330,27 @@ def test_the_answer_button_refuses_another_users_memory(logged_in, other_user):
     assert response.status_code == 422
     assert "no memory of yours" in response.content.decode()
     assert GoldenQuestion.objects.count() == 0
+
+
+def test_the_answer_button_on_knowledge_results_keeps_the_namespaces(logged_in, user):
+    document_create_from_text(user=user, text=GUIDE, title="Mnemo guide", namespace="docs")
+    page = logged_in.get(reverse("knowledge_search"), {"q": "向量和关键词检索"}).content.decode()
+    assert 'name="namespaces" value="docs"' in page
+    chunk = Chunk.objects.get(user=user, heading_path="Mnemo guide > 检索")
+    cited = logged_in.get(reverse("knowledge_ask"), {"q": "向量和关键词检索"}).content.decode()
+    assert f'name="answer" value="{chunk.pk}"' in cited  # "Ask" citations carry the button too
+    response = logged_in.post(
+        reverse("evaluation_answer_mark"),
+        {"target": "knowledge", "q": "向量和关键词检索", "answer": chunk.pk, "namespaces": "docs"},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    question = GoldenQuestion.objects.get(user=user)
+    assert (question.target, question.namespaces, question.expected_ids()) == (
+        "knowledge",
+        ["docs"],
+        {str(chunk.pk)},
+    )
 
 
 def test_add_edit_and_delete_a_question_on_the_page(logged_in, user, memories):
