@@ -9,6 +9,8 @@ to return (a namespace without documents); one that quotes a memory returns some
 import json
 
 import pytest
+from django.core.management import call_command, execute_from_command_line
+from django.core.management.base import CommandError
 from django.urls import reverse
 
 from console import evaluation, metrics
@@ -294,6 +296,25 @@ def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
 
 
 # --- the command ------------------------------------------------------------------------------------------------
+
+
+def test_the_command_exits_1_under_a_threshold_and_0_over_it(user, memories, capsys):
+    three_questions(user, memories)  # hit@1 = MRR = 2/3
+    with pytest.raises(SystemExit) as exited:
+        execute_from_command_line(["manage.py", "evaluate_retrieval", "alice", "--min-hit1", "0.7"])
+    assert exited.value.code == 1
+    assert "hit@1 0.667 is below --min-hit1 0.700" in capsys.readouterr().err
+
+    call_command("evaluate_retrieval", "alice", "--min-hit1", "0.6", "--min-mrr", "0.6")  # no SystemExit
+    out = capsys.readouterr().out
+    assert "Retrieval meets the thresholds." in out
+    assert "overall" in out and "0.667" in out
+    assert EvaluationRun.objects.count() == 2  # a failing run is stored too: it is history
+
+    with pytest.raises(CommandError, match="MRR 0.667 is below --min-mrr 0.900"):
+        call_command("evaluate_retrieval", "alice", "--min-mrr", "0.9", "--target", "memories")
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        call_command("evaluate_retrieval", "nobody")
 
 
 # --- pages ------------------------------------------------------------------------------------------------------
