@@ -207,13 +207,9 @@ def _candidates(request: HttpRequest, *, target: str, query: str, picked: list[s
     if target == Target.KNOWLEDGE:
         chunks = owned_by_pk(Chunk.objects.select_related("document"), request.user, ids)
         rows += [_chunk_candidate(chunk, checked=True) for chunk in chunks]
-        if query:
-            namespaces = (
-                Document.objects.for_user(request.user).values_list("namespace", flat=True).distinct()
-            )
-            hits = search_chunks(
-                user=request.user, query=query, namespaces=sorted(set(namespaces)), limit=PICKER_LIMIT
-            )
+        namespaces = sorted(set(Document.objects.for_user(request.user).values_list("namespace", flat=True)))
+        if query and namespaces:  # every namespace the user has: the question's come from its answers
+            hits = search_chunks(user=request.user, query=query, namespaces=namespaces, limit=PICKER_LIMIT)
             rows += [_chunk_candidate(hit.chunk) for hit in hits.hits]
     else:
         memories = owned_by_pk(Memory.objects.all(), request.user, ids)

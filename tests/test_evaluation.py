@@ -429,6 +429,13 @@ def test_the_picker_finds_my_memories_and_keeps_ticked_ones(logged_in, user, oth
     assert "Mallory" not in html
     assert f'value="{memories["meeting"].pk}" form="question-form" checked' in html
 
+    picker = reverse("evaluation_answer_picker")
+    no_documents = logged_in.get(picker, {"target": "knowledge", "pick_q": "green tea"}, **HTMX)
+    assert "Nothing matches “green tea”" in no_documents.content.decode()
+    document_create_from_text(user=user, text=GUIDE, title="Mnemo guide", namespace="docs")
+    chunks = logged_in.get(picker, {"target": "knowledge", "pick_q": "向量和关键词检索"}, **HTMX)
+    assert "Mnemo guide #1 (docs)" in chunks.content.decode()
+
 
 def test_run_from_the_page_and_see_its_table(logged_in, user, memories):
     three_questions(user, memories)
