@@ -5,6 +5,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError
 from ninja.renderers import JSONRenderer
 
+from console.evaluation import EvaluationError
 from core.auth import API_AUTH
 from core.health import run_checks
 from knowledge.services import KnowledgeError
@@ -36,10 +37,16 @@ api.add_router("/tools/", "memories.api.tools_router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "memories.graph_api.router")
 api.add_router("/tools/", "knowledge.api.tools_router")
+api.add_router("/evaluation/", "console.api.router")
 
 
 @api.exception_handler(KnowledgeError)
 def knowledge_refused(request: HttpRequest, exc: KnowledgeError):
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status)
+
+
+@api.exception_handler(EvaluationError)
+def evaluation_refused(request: HttpRequest, exc: EvaluationError):
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
 
 

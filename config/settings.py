@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "agents",
     "memories",
     "knowledge",
+    "console",
 ]
 
 MIDDLEWARE = [

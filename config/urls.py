@@ -16,6 +16,7 @@ urlpatterns = [
         "graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"
     ),
     path("knowledge/", include("knowledge.urls")),
+    path("evaluation/", include("console.urls")),
     path("", include("agents.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,0 +1,102 @@
+"""Golden questions and evaluation runs over the JSON API. Every query starts from the key's owner."""
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Body, Router, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from console import evaluation
+from console.models import EvaluationRun, GoldenQuestion
+from console.schemas import QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
+from core.auth import require_write
+
+router = Router(tags=["evaluation"])
+
+
+def _owner(request: HttpRequest):
+    return request.auth.user
+
+
+def _questions(request: HttpRequest):
+    return GoldenQuestion.objects.for_user(_owner(request)).prefetch_related(
+        "expected_memories", "expected_chunks"
+    )
+
+
+def _question(request: HttpRequest, question_id: int) -> GoldenQuestion:
+    return get_object_or_404(_questions(request), pk=question_id)
+
+
+def _run_out(view: evaluation.RunView) -> dict:
+    run = view.run
+    return {
+        "id": run.pk,
+        "scope": run.scope,
+        "created_at": run.created_at,
+        "duration_ms": run.duration_ms,
+        "question_count": run.question_count,
+        "skipped_count": run.skipped_count,
+        "summary": run.summary,
+        "settings": run.settings,
+        "results": run.results,
+        "previous_id": view.previous.pk if view.previous else None,
+        "deltas": view.deltas,
+        "settings_changed": view.settings_changed,
+    }
+
+
+@router.get("/questions", response=list[QuestionOut], summary="List golden questions")
+@paginate(LimitOffsetPagination)
+def list_questions(request: HttpRequest):
+    return _questions(request)
+
+
+@router.post("/questions", response={201: QuestionOut}, summary="Add a golden question")
+def create_question(request: HttpRequest, payload: QuestionIn):
+    """Expected ids must be your own memories (target memories) or chunks (target knowledge); 422 otherwise."""
+    require_write(request)
+    question = evaluation.question_create(user=_owner(request), **payload.dict())
+    return Status(201, _question(request, question.pk))
+
+
+@router.get("/questions/{int:question_id}", response=QuestionOut, summary="A golden question")
+def get_question(request: HttpRequest, question_id: int):
+    return _question(request, question_id)
+
+
+@router.patch("/questions/{int:question_id}", response=QuestionOut, summary="Change a golden question")
+def update_question(request: HttpRequest, question_id: int, payload: QuestionPatch):
+    """Only the fields sent change; an invalid change changes nothing."""
+    require_write(request)
+    question = _question(request, question_id)
+    evaluation.question_update(question=question, **payload.dict(exclude_unset=True))
+    return _question(request, question_id)
+
+
+@router.delete("/questions/{int:question_id}", response={204: None}, summary="Delete a golden question")
+def delete_question(request: HttpRequest, question_id: int):
+    require_write(request)
+    evaluation.question_delete(question=_question(request, question_id))
+    return Status(204, None)
+
+
+@router.post("/runs", response={201: RunDetailOut}, summary="Run the evaluation now")
+def create_run(request: HttpRequest, payload: Body[RunIn | None] = None):
+    """Runs every golden question in `scope` against the current search and stores the run (it takes as long
+    as that many searches). 422 when there is nothing to run, 503 when search is degraded (nothing stored)."""
+    require_write(request)
+    run = evaluation.evaluation_run(user=_owner(request), scope=payload.scope if payload else "all")
+    return Status(201, _run_out(evaluation.run_view(run, run.previous())))
+
+
+@router.get("/runs", response=list[RunOut], summary="Evaluation runs, newest first")
+def list_runs(request: HttpRequest, limit: int = 20):
+    return [
+        _run_out(view) for view in evaluation.run_history(user=_owner(request), limit=min(max(limit, 1), 100))
+    ]
+
+
+@router.get("/runs/{int:run_id}", response=RunDetailOut, summary="A run with its per-question results")
+def get_run(request: HttpRequest, run_id: int):
+    run = get_object_or_404(EvaluationRun.objects.for_user(_owner(request)), pk=run_id)
+    return _run_out(evaluation.run_view(run, run.previous()))

@@ -1,0 +1,82 @@
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from ninja import Field, Schema
+
+from console.evaluation import MAX_TEXT
+from console.models import GoldenQuestion
+
+TargetName = Literal["memories", "knowledge"]
+ScopeName = Literal["all", "memories", "knowledge"]
+
+
+class QuestionIn(Schema):
+    text: str = Field(..., min_length=1, max_length=MAX_TEXT)
+    target: TargetName = "memories"
+    expected_memory_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    expected_chunk_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="Knowledge: the namespaces searched; empty: the expected chunks' ones.",
+    )
+    no_answer: bool = Field(
+        False, description="The right result is nothing: the search should return nothing."
+    )
+    note: str = Field("", max_length=5000)
+
+
+class QuestionPatch(Schema):
+    text: str | None = Field(None, min_length=1, max_length=MAX_TEXT)
+    target: TargetName | None = None
+    expected_memory_ids: list[UUID] | None = Field(None, max_length=1000)
+    expected_chunk_ids: list[UUID] | None = Field(None, max_length=1000)
+    namespaces: list[str] | None = None
+    no_answer: bool | None = None
+    note: str | None = Field(None, max_length=5000)
+
+
+class QuestionOut(Schema):
+    id: int
+    text: str
+    target: str
+    expected_memory_ids: list[UUID]
+    expected_chunk_ids: list[UUID]
+    namespaces: list[str]
+    no_answer: bool
+    needs_answers: bool
+    note: str
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_expected_memory_ids(question: GoldenQuestion) -> list[UUID]:
+        return sorted(memory.pk for memory in question.expected_memories.all())
+
+    @staticmethod
+    def resolve_expected_chunk_ids(question: GoldenQuestion) -> list[UUID]:
+        return sorted(chunk.pk for chunk in question.expected_chunks.all())
+
+
+class RunIn(Schema):
+    scope: ScopeName = "all"
+
+
+class RunOut(Schema):
+    id: int
+    scope: str
+    created_at: datetime
+    duration_ms: int
+    question_count: int
+    skipped_count: int
+    summary: dict[str, Any]
+    settings: dict[str, Any]
+    previous_id: int | None = Field(None, description="The previous run of the same scope.")
+    deltas: dict[str, float | None] = Field(
+        default_factory=dict, description="Overall metrics minus the previous run's."
+    )
+    settings_changed: bool = False
+
+
+class RunDetailOut(RunOut):
+    results: list[dict[str, Any]]

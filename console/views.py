@@ -1,0 +1,317 @@
+"""The evaluation pages: golden questions, runs and their history, and the "✓ right answer" button on search
+results. Every query starts from request.user; every write goes through console.evaluation."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console import evaluation
+from console.forms import AnswerForm, QuestionForm, RunForm, split_values
+from console.metrics import METRICS
+from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
+from core.queries import owned_by_pk
+from knowledge.models import Chunk, Document
+from knowledge.search import search_chunks
+from memories.models import Memory
+from memories.retrieval import search_memories
+
+TEMPLATE = "console/evaluation.html"
+RUN_TEMPLATE = "console/run_detail.html"
+BUTTON_TEMPLATE = "console/answer_button.html"
+PICKER_LIMIT = 10
+
+
+# --- what the tables show --------------------------------------------------------------------------------------
+
+
+def cells(summary: dict, previous: dict | None) -> list[dict]:
+    """One cell per metric: the value as text and, when there is a previous figure, the change and its sign."""
+    row = []
+    for metric in METRICS:
+        value, before = summary.get(metric), (previous or {}).get(metric)
+        cell = {"metric": metric, "value": "—" if value is None else f"{value:.3f}", "delta": "", "trend": ""}
+        if value is not None and before is not None and round(value - before, 3):
+            change = value - before
+            cell |= {"delta": f"{change:+.3f}", "trend": "up" if change > 0 else "down"}
+        row.append(cell)
+    return row
+
+
+def summary_rows(run: EvaluationRun, previous: EvaluationRun | None) -> list[dict]:
+    """The run's summary as table rows (overall, per target, per signal alone, per memory type), each compared
+    with the same row of the previous run."""
+    before = previous.summary if previous else {}
+    rows = []
+
+    def add(group: str, label: str, summary: dict, earlier: dict | None) -> None:
+        rows.append(
+            {
+                "group": group,
+                "label": label,
+                "answerable": summary.get("answerable", 0),
+                "no_answer": summary.get("no_answer", 0),
+                "cells": cells(summary, earlier),
+            }
+        )
+
+    add("overall", "Fused search (the product)", run.summary.get("overall", {}), before.get("overall"))
+    for key, group in (("by_target", "target"), ("by_signal", "signal"), ("by_type", "type")):
+        for label, summary in run.summary.get(key, {}).items():
+            if key == "by_target" and len(run.summary[key]) < 2:
+                continue  # one target: the same numbers as overall
+            add(group, label, summary, before.get(key, {}).get(label))
+    return rows
+
+
+def _questions(request: HttpRequest):
+    return GoldenQuestion.objects.for_user(request.user).prefetch_related(
+        Prefetch("expected_memories", Memory.objects.only("pk", "content", "memory_type")),
+        Prefetch(
+            "expected_chunks",
+            Chunk.objects.select_related("document").only(
+                "pk", "ordinal", "text", "document", "document__title"
+            ),
+        ),
+    )
+
+
+def _page(request: HttpRequest, **extra) -> dict:
+    history = evaluation.run_history(user=request.user)
+    latest = history[0] if history else None
+    return {
+        "questions": _questions(request),
+        "form": QuestionForm(),
+        "run_form": RunForm(),
+        "history": [
+            (view, cells(view.run.summary.get("overall", {}), _overall(view.previous))) for view in history
+        ],
+        "latest": latest,
+        "latest_rows": summary_rows(latest.run, latest.previous) if latest else [],
+        "metrics": METRICS,
+        **extra,
+    }
+
+
+def _overall(run: EvaluationRun | None) -> dict | None:
+    return run.summary.get("overall") if run else None
+
+
+# --- the page and golden questions ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def evaluation_page(request: HttpRequest) -> HttpResponse:
+    return render(request, TEMPLATE, _page(request))
+
+
+@login_required
+@require_POST
+def question_add(request: HttpRequest) -> HttpResponse:
+    form = QuestionForm(request.POST)
+    if form.is_valid():
+        try:
+            evaluation.question_create(user=request.user, **form.service_arguments())
+        except evaluation.EvaluationError as exc:
+            form.add_error(None, str(exc))
+    if not form.errors:
+        if request.htmx:
+            return render(
+                request, f"{TEMPLATE}#questions", {"questions": _questions(request), "form": QuestionForm()}
+            )
+        messages.success(request, "Golden question added.")
+        return redirect("evaluation")
+    # Refused: the form comes back as typed, with the answers ticked in the picker still ticked.
+    picked = _candidates(
+        request, target=request.POST.get("target", ""), query="", picked=request.POST.getlist("picked")
+    )
+    context = {"form": form, "candidates": picked}
+    if request.htmx:
+        return render(
+            request, f"{TEMPLATE}#questions", {"questions": _questions(request), **context}, status=422
+        )
+    return render(request, TEMPLATE, _page(request, **context), status=422)
+
+
+def _question(request: HttpRequest, pk: int) -> GoldenQuestion:
+    return get_object_or_404(_questions(request), pk=pk)
+
+
+def _edit_form(question: GoldenQuestion) -> QuestionForm:
+    initial = {
+        "text": question.text,
+        "target": question.target,
+        "pasted": "\n".join(sorted(question.expected_ids())),
+        "namespaces": ", ".join(question.namespaces),
+        "no_answer": question.no_answer,
+        "note": question.note,
+    }
+    return QuestionForm(initial=initial, prefix_id=f"edit-{question.pk}")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def question_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    question = _question(request, pk)
+    status = 200
+    if request.method == "GET":
+        form = _edit_form(question)
+    else:
+        form = QuestionForm(request.POST, prefix_id=f"edit-{question.pk}")
+        if form.is_valid():
+            try:
+                evaluation.question_update(question=question, **form.service_arguments())
+            except evaluation.EvaluationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                if request.htmx:
+                    context = {"question": _question(request, pk), "saved": True}
+                    return render(request, f"{TEMPLATE}#question-row", context)
+                messages.success(request, "Golden question saved.")
+                return redirect("evaluation")
+        status = 422
+    context = {"question": question, "form": form}
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#question-row-form", context, status=status)
+    return render(request, "console/question_edit.html", context, status=status)
+
+
+@login_required
+@require_GET
+def question_row(request: HttpRequest, pk: int) -> HttpResponse:
+    """One row of the questions table (what an edit's Cancel swaps back)."""
+    return render(request, f"{TEMPLATE}#question-row", {"question": _question(request, pk)})
+
+
+@login_required
+@require_POST
+def question_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    evaluation.question_delete(question=_question(request, pk))
+    if request.htmx:
+        return HttpResponse("")  # the row swaps itself out
+    messages.success(request, "Golden question deleted.")
+    return redirect("evaluation")
+
+
+def _candidates(request: HttpRequest, *, target: str, query: str, picked: list[str]) -> list[dict]:
+    """The ticked answers (still ticked) and then search results for `query` to tick, as picker rows."""
+    try:
+        ids = evaluation.parse_ids(picked)
+    except evaluation.EvaluationError:
+        ids = []
+    rows = []
+    if target == Target.KNOWLEDGE:
+        chunks = owned_by_pk(Chunk.objects.select_related("document"), request.user, ids)
+        rows += [_chunk_candidate(chunk, checked=True) for chunk in chunks]
+        namespaces = sorted(set(Document.objects.for_user(request.user).values_list("namespace", flat=True)))
+        if query and namespaces:  # every namespace the user has: the question's come from its answers
+            hits = search_chunks(user=request.user, query=query, namespaces=namespaces, limit=PICKER_LIMIT)
+            rows += [_chunk_candidate(hit.chunk) for hit in hits.hits]
+    else:
+        memories = owned_by_pk(Memory.objects.all(), request.user, ids)
+        rows += [_memory_candidate(memory, checked=True) for memory in memories]
+        if query:
+            hits = search_memories(user=request.user, query=query, limit=PICKER_LIMIT).hits
+            rows += [_memory_candidate(hit.memory) for hit in hits]
+    seen, unique = set(), []
+    for row in rows:
+        if row["id"] not in seen:
+            seen.add(row["id"])
+            unique.append(row)
+    return unique
+
+
+def _memory_candidate(memory: Memory, *, checked: bool = False) -> dict:
+    return {"id": memory.pk, "label": memory.content, "kind": memory.memory_type, "checked": checked}
+
+
+def _chunk_candidate(chunk: Chunk, *, checked: bool = False) -> dict:
+    label = f"{chunk.document.title} #{chunk.ordinal} ({chunk.namespace}): {chunk.text}"
+    return {"id": chunk.pk, "label": label, "kind": "chunk", "checked": checked}
+
+
+@login_required
+@require_GET
+def answer_picker(request: HttpRequest) -> HttpResponse:
+    """Search results to tick as expected answers of the question being added; ticked ones stay."""
+    query = request.GET.get("pick_q", "").strip()[: evaluation.MAX_TEXT]
+    candidates = _candidates(
+        request, target=request.GET.get("target", ""), query=query, picked=request.GET.getlist("picked")
+    )
+    return render(request, f"{TEMPLATE}#answer-picker", {"candidates": candidates, "pick_query": query})
+
+
+# --- runs ------------------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def run_create(request: HttpRequest) -> HttpResponse:
+    form = RunForm(request.POST)
+    scope = (form.cleaned_data["scope"] if form.is_valid() else "") or RunScope.ALL
+    try:
+        run = evaluation.evaluation_run(user=request.user, scope=scope)
+    except evaluation.EvaluationError as exc:
+        if not request.htmx:
+            messages.error(request, str(exc))
+            return redirect("evaluation")
+        # htmx swaps 2xx and 422 only (base.html): a 503 would leave the button with no word of why.
+        status = 422 if exc.status == 422 else 200
+        return render(request, f"{TEMPLATE}#runs", _page(request, run_error=str(exc)), status=status)
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#runs", _page(request))
+    return redirect("evaluation_run", pk=run.pk)
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(EvaluationRun.objects.for_user(request.user), pk=pk)
+    view = evaluation.run_view(run, run.previous())
+    context = {
+        "view": view,
+        "run": run,
+        "rows": summary_rows(run, view.previous),
+        "overall": cells(run.summary.get("overall", {}), _overall(view.previous)),
+        "metrics": METRICS,
+    }
+    return render(request, RUN_TEMPLATE, context)
+
+
+# --- the "✓ right answer" button on the memory and knowledge search results -------------------------------------
+
+
+@login_required
+@require_POST
+def answer_mark(request: HttpRequest) -> HttpResponse:
+    form = AnswerForm(request.POST)
+    error, question, created = "", None, False
+    if not form.is_valid():
+        error = "This result could not be saved as an answer: " + "; ".join(
+            f"{field} {', '.join(errors)}" for field, errors in form.errors.items()
+        )
+    else:
+        data = form.cleaned_data
+        knowledge = data["target"] == Target.KNOWLEDGE
+        try:
+            question, created = evaluation.question_add_answer(
+                user=request.user,
+                target=data["target"],
+                text=data["q"],
+                answer_id=data["answer"],
+                namespaces=split_values(data["namespaces"]) if knowledge else (),
+            )
+        except evaluation.EvaluationError as exc:
+            error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"Saved as an expected answer of “{question.text}”.")
+        return redirect(reverse("evaluation") + (f"#question-{question.pk}" if question else ""))
+    context = {"question": question, "created": created, "error": error}
+    return render(request, f"{BUTTON_TEMPLATE}#answer-saved", context, status=422 if error else 200)
