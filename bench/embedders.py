@@ -31,6 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
+# The rank fusion this benchmark compares embedders under (core.hybrid's until it fused calibrated scores).
+RRF_K = 5
+
+
+def same_language_weights(embedding_set, text: str) -> dict[str, float]:
+    """The set's weights for a query and a text in the query's language (EmbeddingSet.pair_weights)."""
+    cjk = cjk_ratio(text) >= CJK_CUTOFF
+    return embedding_set.pair_weights(cjk, cjk)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -44,8 +54,7 @@ from core.embeddings import (  # noqa: E402
     UniversalSentenceEncoder,
     build_embedding_set,
 )
-from core.hybrid import RRF_K  # noqa: E402
-from core.text import count_tokens  # noqa: E402
+from core.text import cjk_ratio, count_tokens  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "embedders.md"
 
@@ -398,7 +407,8 @@ def rank_single(model: object, queries: list[tuple[str, str]]) -> list[list[str]
 
 
 def rrf(score_lists: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
-    """Weighted reciprocal rank fusion (k=RRF_K) of score rows, as core.hybrid fuses signals."""
+    """Weighted reciprocal rank fusion (k=RRF_K) of score rows, as core.hybrid fused signals until it moved to
+    calibrated scores (bench/retrieval_eval.py measures that)."""
     total = 0.0
     for name, scores in score_lists.items():
         order = np.argsort(-scores, axis=-1, kind="stable")
@@ -419,7 +429,7 @@ def rank_set(
     out = []
     for text, _ in queries:
         vectors = embedding_set.embed_query(text)
-        weights = fixed or embedding_set.query_weights(text)
+        weights = fixed or same_language_weights(embedding_set, text)
         cosines = {space: docs[space] @ vectors[space] for space in docs}
         if fusion == "sum":
             total = sum(weights[space] * cos for space, cos in cosines.items())
@@ -437,7 +447,7 @@ def trio_check(model: object) -> str:
     if isinstance(model, EmbeddingSet):
         docs = model.embed_documents(list(TRIO.values()))
         q = model.embed_query("前端工程师")
-        w = model.query_weights("前端工程师")
+        w = same_language_weights(model, "前端工程师")
         scores = sum(w[s] * (docs[s] @ q[s]) for s in w)
     else:
         scores = model.embed(list(TRIO.values())) @ model.embed(["前端工程师"])[0]
@@ -520,7 +530,7 @@ def locomo(path: Path, embedding_set: EmbeddingSet, conversations: int = 3) -> l
         docs = embedding_set.embed_documents(texts)
         cos = {space: embedding_set.spaces[space].embed(questions) @ docs[space].T for space in docs}
         lexical = bm25(questions, texts)
-        rule = [embedding_set.query_weights(question) for question in questions]
+        rule = [same_language_weights(embedding_set, question) for question in questions]
         variants = {
             "BM25": {"lexical": lexical},
             "MiniLM": {"minilm": cos["minilm"]},

@@ -32,7 +32,14 @@ def test_a_match_on_one_common_word_does_not_outrank_a_paraphrase(user):
 
 
 def test_a_common_chinese_word_does_not_outrank_a_paraphrase(user):
-    add(user, "用户每天骑电动车通勤", "用户的车是红色的", "用户喜欢爵士乐", "用户的妹妹住在成都", "用户爱喝绿茶")
+    add(
+        user,
+        "用户每天骑电动车通勤",
+        "用户的车是红色的",
+        "用户喜欢爵士乐",
+        "用户的妹妹住在成都",
+        "用户爱喝绿茶",
+    )
     assert top(user, "用户平时怎么去上班？")[0] == "用户每天骑电动车通勤"
 
 
