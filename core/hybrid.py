@@ -45,6 +45,13 @@ COVERAGE_FLOOR = 0.5
 
 Ranking = list[tuple[str, float]]
 
+# One line per score part, for the pages and the API docs.
+SCORE_PARTS = {
+    "fused": "Where every signal puts it among this query's candidates, weighted by what each signal can know (0..1).",
+    "dense": "Similarity of meaning (cosine) from the embedding models that read both texts' languages.",
+    "lexical": "Share of the query's words found in the text; rare words count more (0..1).",
+}
+
 
 @dataclass
 class Evidence:

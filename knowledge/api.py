@@ -10,6 +10,7 @@ from ninja import Body, Field, File, Form, Query, Router, Schema, Status, Upload
 from ninja.errors import HttpError
 from ninja.pagination import LimitOffsetPagination, paginate
 
+from core import hybrid
 from core.auth import require_write
 from knowledge import services
 from knowledge.models import Chunk, Document
@@ -88,8 +89,12 @@ class ChunkHitOut(Schema):
     heading_path: str
     ordinal: int
     text: str
-    score: float
-    scores: dict[str, float]
+    score: float = Field(description=hybrid.SCORE_PARTS["fused"])
+    scores: dict[str, float] = Field(
+        description=" ".join(f"`{name}`: {text}" for name, text in hybrid.SCORE_PARTS.items())
+        + " `dense_<model>`: that model's raw cosine similarity. Passages under every model's noise floor and "
+        "without half the query's words are left out."
+    )
 
 
 class KnowledgeSearchOut(Schema):

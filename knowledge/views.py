@@ -30,6 +30,7 @@ from django_htmx.http import (
     trigger_client_event,
 )
 
+from core import hybrid
 from core.querystrings import clean_query
 from knowledge import services
 from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
@@ -321,6 +322,7 @@ def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
         "llm_configured": bool(settings.LLM_BASE_URL),
         "result": None,
         "answer": None,
+        "score_parts": hybrid.SCORE_PARTS,
     }
     status = 200
     if form.is_bound and form.is_valid():

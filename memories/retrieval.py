@@ -51,6 +51,17 @@ SHAPING_BONUS = 0.05
 IMPORTANCE_SHARE = 0.5
 
 
+SCORE_PARTS = {
+    "score": "The ranking score (0..1): fused relevance with the small bonuses below, times importance.",
+    **hybrid.SCORE_PARTS,
+    "recency": "How recent the memory is (1 = now); adds up to 5% to an event's score.",
+    "decay": "Working memory fades with age; its relevance is multiplied by this.",
+    "importance": "Multiplier from the memory's importance, at half the tutorial's strength (1 at importance 1).",
+    "graph": "Linked to an entity the query names (1) or its neighbours (0.6, 0.3), times how specific the entity "
+    "is; adds up to 5% to a fact's score.",
+}
+
+
 @dataclass
 class MemoryHit:
     memory: Memory

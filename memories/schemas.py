@@ -5,6 +5,7 @@ from uuid import UUID
 from ninja import Field, Schema
 
 from memories.models import Memory
+from memories.retrieval import SCORE_PARTS
 
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
 
@@ -94,8 +95,12 @@ class ScoredMemoryOut(Schema):
     importance: float
     created_at: datetime
     session_id: str | None
-    score: float
-    scores: dict[str, float]
+    score: float = Field(description=SCORE_PARTS["score"])
+    scores: dict[str, float] = Field(
+        description="Why it ranked here, 0..1 unless noted. "
+        + " ".join(f"`{name}`: {text}" for name, text in SCORE_PARTS.items() if name != "score")
+        + " `dense_<model>`: that model's raw cosine similarity."
+    )
 
 
 class SearchOut(Schema):

@@ -27,7 +27,7 @@ from core.querystrings import clean_query
 from memories import services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import EditVia, Memory, MemoryType
-from memories.retrieval import search_memories
+from memories.retrieval import SCORE_PARTS, search_memories
 
 PAGE_SIZE = 50
 SEARCH_LIMIT = 50
@@ -118,6 +118,7 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
         "forget_form": ForgetForm(),
         "hits": None,
         "page": None,
+        "score_parts": SCORE_PARTS,
     }
     session = None
     if "session" in filters:

@@ -289,9 +289,9 @@ def test_runs_are_kept_newest_first_and_show_the_difference(user, memories, logg
 def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
     three_questions(user, memories)
     evaluation.evaluation_run(user=user)
-    monkeypatch.setattr("core.hybrid.RRF_K", 60)
+    monkeypatch.setattr("core.hybrid.LEXICAL_WEIGHT", 1.5)
     run = evaluation.evaluation_run(user=user)
-    assert run.settings["fusion"]["RRF_K"] == 60
+    assert run.settings["fusion"]["LEXICAL_WEIGHT"] == 1.5
     assert evaluation.run_view(run, run.previous()).settings_changed
 
 

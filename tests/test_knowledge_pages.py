@@ -9,7 +9,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
+from core import hybrid
 from knowledge.markdown import ALLOWED_TAGS, render_markdown, sanitise_html
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.services import document_create
@@ -621,7 +623,8 @@ def test_search_shows_the_dense_lexical_and_fused_scores(logged_in, user):
     assert top.chunk.heading_path == "Mnemo guide > 检索"
     html = response.text
     for part in ("dense", "lexical", "fused"):
-        assert f"<dt>{part}</dt><dd>{top.scores[part]:.4f}</dd>" in html
+        explanation = escape(hybrid.SCORE_PARTS[part])
+        assert f'<dt title="{explanation}">{part}</dt><dd>{top.scores[part]:.4f}</dd>' in html
     assert top.scores["lexical"] > 0
     assert f'<a href="{top.url}">guide</a>' in html
     assert '<span class="heading-path">Mnemo guide &gt; 检索</span>' in html

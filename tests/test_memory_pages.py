@@ -8,10 +8,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from agents.models import AgentSession
 from core.models import MirrorState
 from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity
+from memories.retrieval import SCORE_PARTS
 from memories.services import memory_archive, memory_create, memory_update, session_for_key
 from memories.views import PAGE_SIZE, Cursor
 
@@ -160,8 +162,19 @@ def test_search_shows_each_score_part(logged_in, user):
     assert hits[0].memory.content == "the meeting moved to Lisbon"
     html = response.text
     assert "the meeting moved to Lisbon" in html
-    for part in ["score", "dense", "lexical", "fused", "recency", "importance ×", "graph"]:
-        assert f"<dt>{part}</dt>" in html
+    # Each part carries its one-line explanation, and the legend lists them all.
+    for key, part in [
+        ("score", "score"),
+        ("dense", "dense"),
+        ("lexical", "lexical"),
+        ("fused", "fused"),
+        ("recency", "recency"),
+        ("importance", "importance ×"),
+        ("graph", "graph"),
+    ]:
+        assert f'<dt title="{escape(SCORE_PARTS[key])}">{part}</dt>' in html
+        assert f"<dt>{key}</dt><dd>{escape(SCORE_PARTS[key])}</dd>" in html
+    assert "What the scores mean" in html
     assert f"<dd>{hits[0].score:.3f}</dd>" in html
     assert f"<dd>{hits[0].scores['lexical']:.3f}</dd>" in html
     assert hits[0].scores["lexical"] > 0
