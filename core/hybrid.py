@@ -184,8 +184,21 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
     query_cjk = cjk_ratio(signals.query) >= CJK_CUTOFF
     found = {name: dict(ranking) for name, ranking in signals.rankings.items()}
     dense_names = [name for name in found if name != LEXICAL]
+    # The lexical signal and an English-only model see only texts in the query's script. Where the multilingual
+    # models' likely answers are partly in the other script (a store in two languages), their "best among what
+    # I can see" counts only for that share.
+    likely = [
+        point_id
+        for name in embedding_set.multilingual_spaces
+        for point_id, _ in signals.rankings.get(name, [])[:GATE_DEPTH]
+    ]
+    same_script = (
+        sum(signals.payloads[p].get(CJK, query_cjk) == query_cjk for p in likely) / len(likely)
+        if likely
+        else 1.0
+    )
     pair_weights = {
-        point_id: embedding_set.pair_weights(query_cjk, bool(payload.get(CJK, query_cjk)))
+        point_id: embedding_set.pair_weights(query_cjk, bool(payload.get(CJK, query_cjk)), same_script)
         for point_id, payload in signals.payloads.items()
     }
     # A dense space is normalised over the texts it can read: MiniLM's cosines for Chinese texts are noise and
@@ -208,7 +221,7 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
     evidence: dict[str, Evidence] = {}
     for point_id in signals.payloads:
         weights = {name: pair_weights[point_id].get(name, 0.0) for name in dense_names}
-        weights[LEXICAL] = LEXICAL_WEIGHT * gate
+        weights[LEXICAL] = LEXICAL_WEIGHT * gate * same_script
         # A space that did not return the point ranks it below its last hit.
         similarities = {name: found[name].get(point_id, lowest.get(name, 0.0)) for name in dense_names}
         lexical = found.get(LEXICAL, {}).get(point_id, 0.0)

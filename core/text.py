@@ -9,7 +9,7 @@ import re
 import threading
 import zlib
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -90,7 +90,7 @@ def _jieba():
 
 
 def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
-    """Terms for lexical matching: lower-cased words, and for Chinese jieba words plus character bigrams.
+    """Terms for lexical matching: lower-cased, stemmed words, and for Chinese jieba words plus character bigrams.
 
     jieba splits names it has never seen unpredictably, so bigrams make "王小明" match "小明"; single characters
     are indexed too, but a query uses them only for a one-character run, where no bigram exists.
@@ -111,7 +111,21 @@ def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
 
 def _latin_terms(text: str) -> list[str]:
     words = (word.lower() for word in _LATIN_WORD.findall(text))
-    return [word for word in words if word not in _ENGLISH_STOPWORDS and not _CJK.match(word[0])]
+    return [_stem(word) for word in words if word not in _ENGLISH_STOPWORDS and not _CJK.match(word[0])]
+
+
+@cache
+def _english_stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """The Snowball (Porter 2) stem, so "works", "working" and "worked" match "work" (snowballstemmer, the
+    Snowball project's own Python build: pure Python, no data to download)."""
+    return _english_stemmer().stemWord(word)
 
 
 def term_index(term: str) -> int:

@@ -9,9 +9,9 @@
 3. The graph: memories linked to entities the query names, weighted by how specific the entity is (a name in
    every memory says nothing) and by hops.
 4. Hello-Agents' shaping per type, applied to the fused relevance:
-   working  relevance × time decay;  episodic/perceptual (relevance + 0.05·recency) / 1.05;
-   semantic (relevance + 0.05·graph) / 1.05; then × a half-strength importance weight that is 1 at
-   importance 1, so the score stays within 0..1. Smaller than the tutorial's shares: SHAPING_BONUS says why.
+   working  relevance × time decay;  others relevance × (0.95 + 0.05·recency), and for semantic memories at
+   least 0.5·graph; then × a half-strength importance weight that is 1 at importance 1, so the score stays
+   within 0..1. Smaller than the tutorial's shares: RECENCY_SHARE and GRAPH_REACH say why.
 The limit applies to the merged list: never split per type and re-sorted by importance.
 """
 
@@ -45,20 +45,26 @@ GRAPH_HOP_SCORES = {0: 1.0, 1: 0.6, 2: 0.3}
 # Hello-Agents gives the graph 0.3 of a fact's score and recency 0.2 of an event's, and weights importance by
 # 0.8 + 0.4·importance. The fused relevance of the right memory and the next one often differ by less than that,
 # so those shares let a linked, newer or more important memory overtake the one every signal prefers: on
-# paraphrase_en_dev hit@1 was 0.66 with the tutorial's shares halved, 0.71 with no shaping at all. Here the graph
-# (facts) and recency (events) add a small bonus, and importance weighs at half strength: they break near-ties.
-SHAPING_BONUS = 0.05
+# paraphrase_en_dev hit@1 was 0.66 with the tutorial's shares halved, 0.71 with no shaping at all. Here recency
+# moves a memory's score by at most 5%, for facts and events alike (a share for events alone ranked every event
+# below the facts about the same person), and importance weighs at half strength: they break near-ties.
+RECENCY_SHARE = 0.05
+# The graph finds, the text ranks: a fact linked to the query's entities (or their neighbours) scores at least
+# this share of its graph score, so one the signals missed still comes back, but the link adds nothing to a fact
+# the signals already rank. As a bonus it favoured facts over events about the same person (only facts are
+# linked) and facts naming an unrelated entity of the query, such as a month.
+GRAPH_REACH = 0.5
 IMPORTANCE_SHARE = 0.5
 
 
 SCORE_PARTS = {
     "score": "The ranking score (0..1): fused relevance with the small bonuses below, times importance.",
     **hybrid.SCORE_PARTS,
-    "recency": "How recent the memory is (1 = now); adds up to 5% to an event's score.",
+    "recency": "How recent the memory is (1 = now); moves the score by up to 5%.",
     "decay": "Working memory fades with age; its relevance is multiplied by this.",
     "importance": "Multiplier from the memory's importance, at half the tutorial's strength (1 at importance 1).",
     "graph": "Linked to an entity the query names (1) or its neighbours (0.6, 0.3), times how specific the entity "
-    "is; adds up to 5% to a fact's score.",
+    "is; a linked fact scores at least half of this.",
 }
 
 
@@ -193,10 +199,10 @@ def _shape(
     decay = time_decay(age)
     if candidate.memory_type == MemoryType.WORKING:
         base = relevance * decay
-    elif candidate.memory_type == MemoryType.SEMANTIC:
-        base = (relevance + SHAPING_BONUS * graph) / (1 + SHAPING_BONUS)
     else:
-        base = (relevance + SHAPING_BONUS * recency) / (1 + SHAPING_BONUS)
+        base = relevance * (1 - RECENCY_SHARE + RECENCY_SHARE * recency)
+        if candidate.memory_type == MemoryType.SEMANTIC:
+            base = max(base, GRAPH_REACH * graph)
     weight = _importance_weight(candidate.importance)
     scores = {
         "dense": evidence.dense,

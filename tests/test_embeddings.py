@@ -238,7 +238,9 @@ def test_pair_weights_drop_the_english_model_when_either_side_is_cjk(local_set):
     assert local_set.pair_weights(True, True) == {"minilm": 0.0, "use": 1.0}
     assert local_set.pair_weights(False, True) == {"minilm": 0.0, "use": 1.0}  # English query, Chinese memory
     assert local_set.pair_weights(True, False) == {"minilm": 0.0, "use": 1.0}
-    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.7, "use": 0.3})
+    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.85, "use": 0.15})
+    # In a store where half the likely answers are Chinese, MiniLM's say over English texts halves.
+    assert local_set.pair_weights(False, False, 0.5) == pytest.approx({"minilm": 0.425, "use": 0.575})
 
 
 def test_single_model_sets_weigh_their_one_space():

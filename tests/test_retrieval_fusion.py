@@ -4,6 +4,7 @@ import math
 
 from django.test import TestCase
 
+from core.text import lexical_terms
 from memories.retrieval import search_memories
 from memories.services import memory_create
 
@@ -82,3 +83,15 @@ def test_scores_stay_within_zero_and_one_and_explain_each_part(user):
         assert 0.0 <= hit.score <= 1.0
         assert {"dense", "lexical", "fused", "graph", "importance", "recency"} <= set(hit.scores)
         assert 0.0 <= hit.scores["lexical"] <= 1.0
+
+
+def test_lexical_terms_match_word_forms():
+    # Snowball stems: a question's "work" finds a memory's "works" and "working".
+    assert lexical_terms("What do I do for work?") == ["work"]
+    assert set(lexical_terms("The user works as an engineer, working late.")) >= {"work", "engin"}
+
+
+def test_a_first_person_question_finds_the_fact_through_its_word_forms(user):
+    # The dense models put "What do I do for work?" near nothing (cosine 0.17); the stem finds it.
+    add(user, "The user works as a data engineer at Acme.", "The user likes jazz.")
+    assert top(user, "What do I do for work?") == ["The user works as a data engineer at Acme."]

@@ -23,7 +23,8 @@ def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, c
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     expect(page.get_by_text("李四是前端工程师")).to_be_visible()
-    expect(page.get_by_role("navigation", name="Main").get_by_role("link")).to_have_count(8)
+    expect(page.get_by_role("navigation", name="Main").get_by_role("link")).to_have_count(9)
+    expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Evaluation")).to_be_visible()
     # htmx loaded under the CSP (its global exists), and nothing was blocked.
     assert page.evaluate("typeof window.htmx") == "object"
     assert csp_violations == []
