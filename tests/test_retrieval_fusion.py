@@ -1,5 +1,6 @@
 """The fused memory search on small hand-made cases: each test states one mechanism of core.hybrid/retrieval."""
 
+import io
 import math
 
 from django.test import TestCase
@@ -95,3 +96,33 @@ def test_a_first_person_question_finds_the_fact_through_its_word_forms(user):
     # The dense models put "What do I do for work?" near nothing (cosine 0.17); the stem finds it.
     add(user, "The user works as a data engineer at Acme.", "The user likes jazz.")
     assert top(user, "What do I do for work?") == ["The user works as a data engineer at Acme."]
+
+
+def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
+    from django.core.management import call_command
+
+    from core import hybrid
+    from core.vectorstore import Point
+    from knowledge.models import Chunk
+    from knowledge.services import COLLECTION, chunk_store, document_create_from_text
+    from memories import mirror
+
+    [memory] = add(user, "The user works as a data engineer at Acme.")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        document_create_from_text(
+            user=user, text="Start the server with make run.", title="guide", background=False
+        )
+    chunk = Chunk.objects.get(document__user=user)
+    # An install from before: the same vectors, the payload without the term ids fusion reads.
+    for store, collection, point_id in [
+        (mirror.memory_store(), mirror.COLLECTION, str(memory.pk)),
+        (chunk_store(), COLLECTION, str(chunk.pk)),
+    ]:
+        [hit] = store.retrieve(collection, [point_id])
+        old = {k: v for k, v in hit.payload.items() if k not in (hybrid.TERMS, hybrid.CJK)}
+        store.upsert(collection, [Point(id=point_id, dense={}, sparse={}, payload=old)])
+    call_command("resync_mirrors", "--all", stdout=io.StringIO())
+    [memory_point] = mirror.memory_store().retrieve(mirror.COLLECTION, [str(memory.pk)])
+    [chunk_point] = chunk_store().retrieve(COLLECTION, [str(chunk.pk)])
+    assert memory_point.payload[hybrid.TERMS] and chunk_point.payload[hybrid.TERMS]
+    assert chunk_point.payload[hybrid.CJK] is False

@@ -6,6 +6,8 @@ from django.utils.dateparse import parse_datetime
 from core.graph import GraphStoreError
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
+from knowledge.models import Chunk, DocumentStatus
+from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import Entity, Memory, Relation
@@ -17,7 +19,8 @@ class Command(BaseCommand):
     help = (
         "Repair drift between the database and its mirrors: re-mirror memories that are pending or failed (or "
         "all, or those changed since a date) to the vector store and delete points whose rows are gone; mirror "
-        "entities and relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data)."
+        "entities and relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data). "
+        "--all also re-indexes every knowledge chunk: run it once after an upgrade that changes what a point holds."
     )
 
     def add_arguments(self, parser):
@@ -40,14 +43,24 @@ class Command(BaseCommand):
             for start in range(0, len(ids), BATCH):
                 mirror.sync_memories(ids[start : start + BATCH])
             orphans = self._orphans()
+            chunk_ids = self._chunks() if all else []
         except VectorStoreError as exc:
             raise CommandError(f"vector store: {exc}") from None
         self.stdout.write(f"Re-mirrored {len(ids)} memories; removed {orphans} orphaned points.")
+        if all:
+            self.stdout.write(f"Re-indexed {len(chunk_ids)} knowledge chunks.")
         try:
             entities, relations = self._graph(everything=all)
         except GraphStoreError as exc:
             raise CommandError(f"graph store: {exc}") from None
         self.stdout.write(f"Mirrored {entities} entities and {relations} relations to the graph store.")
+
+    def _chunks(self) -> list[str]:
+        ready = Chunk.objects.filter(document__status=DocumentStatus.READY).order_by("pk")
+        ids = [str(pk) for pk in ready.values_list("pk", flat=True)]
+        for start in range(0, len(ids), BATCH):
+            sync_chunks(ids[start : start + BATCH])
+        return ids
 
     def _graph(self, everything: bool) -> tuple[int, int]:
         entities, relations = Entity.objects.all(), Relation.objects.all()
