@@ -235,8 +235,10 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
             if dense_weight
             else 0.0
         )
+        # Only a similarity the space returned counts here, not the one it was ranked at for missing it.
         above_floor = coverages[point_id] >= COVERAGE_FLOOR or any(
-            weights[name] > 0 and similarities[name] >= floors.get(name, 1.0) for name in dense_names
+            weights[name] > 0 and found[name].get(point_id, -1.0) >= floors.get(name, 1.0)
+            for name in dense_names
         )
         evidence[point_id] = Evidence(
             round(relevance, 6),

@@ -126,3 +126,31 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
     [chunk_point] = chunk_store().retrieve(COLLECTION, [str(chunk.pk)])
     assert memory_point.payload[hybrid.TERMS] and chunk_point.payload[hybrid.TERMS]
     assert chunk_point.payload[hybrid.CJK] is False
+
+
+def test_a_candidate_one_space_missed_is_not_above_the_floor_by_that_spaces_last_hit():
+    from core import hybrid
+
+    terms = {"common": "1", "rare": "2"}
+    signals = hybrid.Signals(
+        query="common rare",
+        rankings={
+            "minilm": [("a", 0.6), ("b", 0.5)],
+            "use": [("a", 0.4), ("b", 0.3)],
+            hybrid.LEXICAL: [("c", 0.4)],
+        },
+        payloads={
+            "a": {hybrid.TERMS: [], hybrid.CJK: False},
+            "b": {hybrid.TERMS: [], hybrid.CJK: False},
+            "c": {hybrid.TERMS: [terms["common"]], hybrid.CJK: False},
+        },
+        term_frequency={terms["common"]: 3, terms["rare"]: 0},
+        total=3,
+    )
+    evidence = hybrid.fuse([signals], limit=50).evidence
+    assert evidence["a"].above_floor and evidence["b"].above_floor
+    # c holds only the common word (coverage under the floor) and no dense space returned it: though it is
+    # ranked below b in each, b's similarities (above the floors) must not make it "related".
+    assert evidence["c"].coverage < hybrid.COVERAGE_FLOOR
+    assert not evidence["c"].above_floor
+    assert evidence["a"].relevance > evidence["c"].relevance
