@@ -109,6 +109,21 @@ def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
     return terms
 
 
+def query_words(text: str) -> list[str]:
+    """The query's words, distinct: stemmed Latin words, and jieba's words for Chinese (a one-character run as
+    itself). What "share of the query found" counts: the bigrams a query also searches with are there for recall,
+    and those that straddle two words ("写前" in "谁会写前端") would count as words no memory holds."""
+    words: list[str] = []
+    position = 0
+    for run in _CJK_RUN.finditer(text):
+        words.extend(_latin_terms(text[position : run.start()]))
+        chars = run.group()
+        words.extend(word for word in _jieba().cut_for_search(chars) if len(word) > 1 or len(chars) == 1)
+        position = run.end()
+    words.extend(_latin_terms(text[position:]))
+    return list(dict.fromkeys(words))
+
+
 def _latin_terms(text: str) -> list[str]:
     words = (word.lower() for word in _LATIN_WORD.findall(text))
     return [_stem(word) for word in words if word not in _ENGLISH_STOPWORDS and not _CJK.match(word[0])]

@@ -5,7 +5,7 @@ import math
 
 from django.test import TestCase
 
-from core.text import lexical_terms
+from core.text import lexical_terms, query_words
 from memories.retrieval import search_memories
 from memories.services import memory_create
 
@@ -154,3 +154,10 @@ def test_a_candidate_one_space_missed_is_not_above_the_floor_by_that_spaces_last
     assert evidence["c"].coverage < hybrid.COVERAGE_FLOOR
     assert not evidence["c"].above_floor
     assert evidence["a"].relevance > evidence["c"].relevance
+
+
+def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):
+    # "谁会写前端": 前端 is its one word; bigrams like 写前 straddle two words and no memory holds them.
+    assert query_words("谁会写前端？") == ["前端"]
+    add(user, "李四是前端工程师，擅长React和Vue.js开发", "张三是一名Python开发者", "王五喜欢爬山")
+    assert top(user, "谁会写前端？")[0] == "李四是前端工程师，擅长React和Vue.js开发"
