@@ -21,6 +21,7 @@ The vector store keeps, per point, its distinct term ids (payload TERMS, indexed
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from core import stores
 from core.embeddings import CJK_CUTOFF
@@ -95,6 +96,16 @@ class Signals:
     term_frequency: dict[str, int]
     total: int
 
+    @cached_property
+    def word_weights(self) -> dict[str, float]:
+        """Each query word's share of the query's IDF weight (BM25's IDF over the visible points)."""
+        weights = {
+            term: math.log(1 + (self.total - count + 0.5) / (count + 0.5))
+            for term, count in self.term_frequency.items()
+        }
+        whole = sum(weights.values())
+        return {term: weight / whole for term, weight in weights.items()} if whole > 0 else {}
+
 
 def gather(
     store: VectorStore,
@@ -152,16 +163,9 @@ def points(items: Sequence[tuple[str, str, dict]], vectors: dict[str, Sequence])
 
 
 def coverage(signals: Signals, payload: dict) -> float:
-    """Share of the query's IDF weight whose words the text contains (BM25's IDF over the visible points)."""
-    weights = {
-        term: math.log(1 + (signals.total - count + 0.5) / (count + 0.5))
-        for term, count in signals.term_frequency.items()
-    }
-    whole = sum(weights.values())
-    if whole <= 0:
-        return 0.0
+    """Share of the query's IDF weight whose words the text contains."""
     held = set(payload.get(TERMS, ()))
-    return sum(weight for term, weight in weights.items() if term in held) / whole
+    return sum(weight for term, weight in signals.word_weights.items() if term in held)
 
 
 def _normaliser(scores: list[float]):
@@ -206,8 +210,9 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
         if likely
         else 1.0
     )
+    by_script = {cjk: embedding_set.pair_weights(query_cjk, cjk, same_script) for cjk in (False, True)}
     pair_weights = {
-        point_id: embedding_set.pair_weights(query_cjk, bool(payload.get(CJK, query_cjk)), same_script)
+        point_id: by_script[bool(payload.get(CJK, query_cjk))]
         for point_id, payload in signals.payloads.items()
     }
     # A dense space is normalised over the texts it can read: MiniLM's cosines for Chinese texts are noise and
