@@ -131,9 +131,9 @@ def gather(
         rankings[LEXICAL] = [(hit.id, hit.score) for hit in hits]
         payloads.update((hit.id, hit.payload) for hit in hits)
         # Rarity among what this query may see (this user's memories, this namespace), not the whole store.
-        total = store.count(collection, where)
+        total = store.count_cached(collection, where)
         words = {str(term_index(word)) for word in query_words(query)}
-        frequency = {word: store.count(collection, {**where, TERMS: word}) for word in sorted(words)}
+        frequency = {word: store.count_cached(collection, {**where, TERMS: word}) for word in sorted(words)}
     return Signals(query, rankings, payloads, frequency, total)
 
 

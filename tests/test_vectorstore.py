@@ -520,3 +520,18 @@ def test_open_vector_store_picks_the_backend(tmp_path: Path) -> None:
     assert open_vector_store(path=tmp_path).backend == "qdrant-edge"
     with pytest.raises(ValueError, match="QDRANT_URL"):
         open_vector_store()
+
+
+def test_count_cached_is_reused_until_a_write_through_the_store(filled: VectorStore, monkeypatch) -> None:
+    where = {"user_id": "42"}
+    assert filled.count_cached("memories", where) == 3
+    calls = []
+    monkeypatch.setattr(filled, "count", lambda *args: calls.append(args) or 99)
+    assert filled.count_cached("memories", where) == 3 and calls == []  # reused
+    monkeypatch.undo()
+    filled.upsert("memories", [point(str(uuid.UUID(int=5)), [0, 0, 0, 1], {1: 1.0}, user_id="42")])
+    assert filled.count_cached("memories", where) == 4
+    filled.delete("memories", [A])
+    assert filled.count_cached("memories", where) == 3
+    filled.delete_where("memories", {"user_id": "42"})
+    assert filled.count_cached("memories", where) == 0

@@ -7,6 +7,8 @@ Qdrant server through qdrant-client (production). Callers never see either libra
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -321,6 +323,33 @@ class VectorStore(ABC):
     @abstractmethod
     def count(self, collection: str, where: Where | None = None) -> int:
         """Exact number of points, optionally matching `where`."""
+
+    #: How long count_cached() reuses a count that no write through this store has made stale.
+    COUNT_MAX_AGE = 60.0
+    _COUNTS_KEPT = 20_000
+
+    def count_cached(self, collection: str, where: Where | None = None) -> int:
+        """count(), reused until a write through this store or COUNT_MAX_AGE seconds: for statistics such as
+        IDF, where another process's latest writes may show up a minute late. (A filtered count walks the
+        filter's index: ~45 ms per query for the IDF of a query's words at 100,000 memories, uncached.)"""
+        counts = self.__dict__.setdefault("_counts", {})
+        key = (collection, json.dumps(where, sort_keys=True, default=str))
+        now = time.monotonic()
+        cached = counts.get(key)
+        if cached is not None and now - cached[0] < self.COUNT_MAX_AGE:
+            return cached[1]
+        value = self.count(collection, where)
+        if len(counts) >= self._COUNTS_KEPT:
+            counts.clear()
+        counts[key] = (now, value)
+        return value
+
+    def forget_counts(self, collection: str) -> None:
+        """Called by every write: the collection's cached counts are stale."""
+        counts = self.__dict__.get("_counts")
+        if counts:
+            for key in [key for key in list(counts) if key[0] == collection]:
+                counts.pop(key, None)
 
     @abstractmethod
     def ping(self) -> str:

@@ -242,6 +242,7 @@ class EdgeVectorStore(VectorStore):
                 shard.flush()
 
     def drop_collection(self, collection: str) -> None:
+        self.forget_counts(collection)
         self._open().drop(_checked_name(collection))
 
     def collections(self) -> list[str]:
@@ -267,6 +268,7 @@ class EdgeVectorStore(VectorStore):
     # -- writes: each is flushed before returning, so it survives a crash or power loss ----------------------
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        self.forget_counts(collection)
         if not points:
             return
         edge_points = [qe.Point(p.id, _edge_vectors(p), dict(p.payload)) for p in points]
@@ -276,6 +278,7 @@ class EdgeVectorStore(VectorStore):
             shard.flush()
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
+        self.forget_counts(collection)
         point_ids = [normalize_id(i) for i in ids]
         if not point_ids:
             return
@@ -285,6 +288,7 @@ class EdgeVectorStore(VectorStore):
             shard.flush()
 
     def delete_where(self, collection: str, where: Where) -> None:
+        self.forget_counts(collection)
         require_where(where)
         flt = _edge_filter(where)
         shard = self._shard(collection)

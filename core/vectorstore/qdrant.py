@@ -116,12 +116,14 @@ class QdrantServerStore(VectorStore):
             raise VectorStoreConfigError(problem)
 
     def drop_collection(self, collection: str) -> None:
+        self.forget_counts(collection)
         with self._errors(collection):
             self._client.delete_collection(self.name(collection))
 
     # -- writes: wait=True, so the server has applied them when we return ---------------------------------
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        self.forget_counts(collection)
         if not points:
             return
         structs = [qm.PointStruct(id=p.id, vector=_vectors(p), payload=dict(p.payload)) for p in points]
@@ -129,6 +131,7 @@ class QdrantServerStore(VectorStore):
             self._client.upsert(self.name(collection), points=structs, wait=True)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
+        self.forget_counts(collection)
         point_ids: list[Any] = [normalize_id(i) for i in ids]
         if not point_ids:
             return
@@ -138,6 +141,7 @@ class QdrantServerStore(VectorStore):
             )
 
     def delete_where(self, collection: str, where: Where) -> None:
+        self.forget_counts(collection)
         require_where(where)
         flt = _filter(where)
         assert flt is not None
