@@ -38,6 +38,7 @@ from core.vectorstore import Point, SparseVector, VectorStore, Where
 LEXICAL = "lexical"
 TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a keyword index)
 CJK = "cjk"  # payload: True when the text is mostly CJK
+FUSION_KEYS = (TERMS, CJK)  # the payload fusion reads from a hit
 
 # The lexical signal's weight when its best match holds the whole query (the dense spaces share a weight of 1).
 # Chosen on the dev sets (paraphrase_en_dev, paraphrase_zh_dev, LoCoMo conversations 1-3) among 1.5, 2 and 3 with
@@ -120,14 +121,23 @@ def gather(
     rankings: dict[str, Ranking] = {}
     payloads: dict[str, dict] = {}
     for space, vector in stores.embedding_set().embed_query(dense_text or query).items():
-        hits = store.search(collection, using=space, vector=vector.tolist(), limit=limit, where=where)
+        hits = store.search(
+            collection,
+            using=space,
+            vector=vector.tolist(),
+            limit=limit,
+            where=where,
+            payload_keys=FUSION_KEYS,
+        )
         rankings[space] = [(hit.id, hit.score) for hit in hits]
         payloads.update((hit.id, hit.payload) for hit in hits)
     sparse = SparseVector.from_pairs(sparse_query_vector(query))
     frequency: dict[str, int] = {}
     total = 0
     if sparse:
-        hits = store.search(collection, using=LEXICAL, vector=sparse, limit=limit, where=where)
+        hits = store.search(
+            collection, using=LEXICAL, vector=sparse, limit=limit, where=where, payload_keys=FUSION_KEYS
+        )
         rankings[LEXICAL] = [(hit.id, hit.score) for hit in hits]
         payloads.update((hit.id, hit.payload) for hit in hits)
         # Rarity among what this query may see (this user's memories, this namespace), not the whole store.

@@ -535,3 +535,15 @@ def test_count_cached_is_reused_until_a_write_through_the_store(filled: VectorSt
     assert filled.count_cached("memories", where) == 3
     filled.delete_where("memories", {"user_id": "42"})
     assert filled.count_cached("memories", where) == 0
+
+
+def test_search_can_return_only_some_payload_keys(filled: VectorStore) -> None:
+    hits = filled.search(
+        "memories",
+        using="dense",
+        vector=[1, 0, 0, 0],
+        limit=2,
+        where={"user_id": "42"},
+        payload_keys=["importance"],
+    )
+    assert [hit.payload for hit in hits] == [{"importance": 0.9}, {"importance": 0.5}]

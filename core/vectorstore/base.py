@@ -305,11 +305,13 @@ class VectorStore(ABC):
         vector: Sequence[float] | SparseVector,
         limit: int,
         where: Where | None = None,
+        payload_keys: Sequence[str] | None = None,
     ) -> list[Hit]:
         """Nearest points by one named vector, best first, with raw scores.
 
         Dense: the distance's raw similarity (cosine/dot; euclid is a distance, ascending). Sparse: the
-        dot product with IDF-weighted query terms.
+        dot product with IDF-weighted query terms. `payload_keys` limits the payload returned to those keys
+        (fusion reads two of a point's fields, and converting the rest costs on every hit).
         """
 
     @abstractmethod

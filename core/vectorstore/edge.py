@@ -306,6 +306,7 @@ class EdgeVectorStore(VectorStore):
         vector: Sequence[float] | SparseVector,
         limit: int,
         where: Where | None = None,
+        payload_keys: Sequence[str] | None = None,
     ) -> list[Hit]:
         check_search_args(limit)
         if isinstance(vector, SparseVector):
@@ -318,7 +319,7 @@ class EdgeVectorStore(VectorStore):
             limit=limit,
             query=qe.Query.Nearest(query_vector, using=using),
             filter=_edge_filter(where),
-            with_payload=True,
+            with_payload=True if payload_keys is None else list(payload_keys),
             with_vector=False,
         )
         shard = self._shard(collection)

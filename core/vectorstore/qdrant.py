@@ -160,6 +160,7 @@ class QdrantServerStore(VectorStore):
         vector: Sequence[float] | SparseVector,
         limit: int,
         where: Where | None = None,
+        payload_keys: Sequence[str] | None = None,
     ) -> list[Hit]:
         check_search_args(limit)
         if isinstance(vector, SparseVector):
@@ -176,7 +177,7 @@ class QdrantServerStore(VectorStore):
                 using=using,
                 query_filter=flt,
                 limit=limit,
-                with_payload=True,
+                with_payload=True if payload_keys is None else list(payload_keys),
                 with_vectors=False,
             )
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
