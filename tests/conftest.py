@@ -1,3 +1,4 @@
+import json
 import os
 import socket
 import subprocess
@@ -53,6 +54,19 @@ def other_user(django_user_model):
 def logged_in(client: Client, user) -> Client:
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def api(client, write_key):
+    """JSON API calls under /api/v1 with the write key (or `key`)."""
+
+    def call(method: str, path: str, body=None, key: str | None = None):
+        kwargs = {"HTTP_X_API_KEY": key or write_key}
+        if body is not None:
+            kwargs.update(data=json.dumps(body), content_type="application/json")
+        return getattr(client, method)(f"/api/v1{path}", **kwargs)
+
+    return call
 
 
 @pytest.fixture

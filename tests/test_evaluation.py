@@ -6,8 +6,6 @@ memory, which takes it out of search. A no-answer question returns nothing for s
 to return (a namespace without documents); one that quotes a memory returns something for sure.
 """
 
-import json
-
 import pytest
 from django.core.management import call_command, execute_from_command_line
 from django.core.management.base import CommandError
@@ -50,17 +48,6 @@ def memories(user) -> dict[str, Memory]:
             user=user, content="The server backups run every night at two", memory_type="semantic"
         ),
     }
-
-
-@pytest.fixture
-def api(client, write_key):
-    def call(method: str, path: str, body=None, key: str | None = None):
-        kwargs = {"HTTP_X_API_KEY": key or write_key}
-        if body is not None:
-            kwargs.update(data=json.dumps(body), content_type="application/json")
-        return getattr(client, method)(f"/api/v1/evaluation{path}", **kwargs)
-
-    return call
 
 
 def three_questions(user, memories) -> list[GoldenQuestion]:
@@ -474,7 +461,7 @@ def test_another_users_questions_and_runs_are_not_found(logged_in, other_user):
 def test_api_questions_and_runs(api, user, memories):
     response = api(
         "post",
-        "/questions",
+        "/evaluation/questions",
         {"text": "Where is the team meeting?", "expected_memory_ids": [str(memories["meeting"].pk)]},
     )
     assert response.status_code == 201
@@ -482,55 +469,63 @@ def test_api_questions_and_runs(api, user, memories):
     assert question["expected_memory_ids"] == [str(memories["meeting"].pk)]
     assert question["needs_answers"] is False
 
-    response = api("patch", f"/questions/{question['id']}", {"note": "from the API"})
+    response = api("patch", f"/evaluation/questions/{question['id']}", {"note": "from the API"})
     assert (response.status_code, response.json()["note"]) == (200, "from the API")
-    assert api("get", "/questions").json()["count"] == 1
+    assert api("get", "/evaluation/questions").json()["count"] == 1
 
-    response = api("post", "/runs", {"scope": "memories"})
+    response = api("post", "/evaluation/runs", {"scope": "memories"})
     assert response.status_code == 201
     run = response.json()
     assert run["summary"]["overall"]["hit_at_1"] == 1.0
     assert run["results"][0]["rank"] == 1
     assert run["previous_id"] is None
-    second = api("post", "/runs", {}).json()
+    second = api("post", "/evaluation/runs", {}).json()
     assert second["scope"] == "all"
-    listed = api("get", "/runs").json()
+    listed = api("get", "/evaluation/runs").json()
     assert [item["id"] for item in listed] == [second["id"], run["id"]]
-    assert api("get", f"/runs/{run['id']}").json()["results"][0]["text"] == "Where is the team meeting?"
+    assert (
+        api("get", f"/evaluation/runs/{run['id']}").json()["results"][0]["text"]
+        == "Where is the team meeting?"
+    )
 
-    assert api("delete", f"/questions/{question['id']}").status_code == 204
-    assert api("get", f"/questions/{question['id']}").status_code == 404
+    assert api("delete", f"/evaluation/questions/{question['id']}").status_code == 204
+    assert api("get", f"/evaluation/questions/{question['id']}").status_code == 404
 
 
 def test_api_refuses_bad_input_with_422_and_keeps_what_was_stored(api, user, other_user, memories):
     theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
     created = api(
-        "post", "/questions", {"text": "tea?", "expected_memory_ids": [str(memories["tea"].pk)]}
+        "post", "/evaluation/questions", {"text": "tea?", "expected_memory_ids": [str(memories["tea"].pk)]}
     ).json()
 
     response = api(
-        "patch", f"/questions/{created['id']}", {"text": "x", "expected_memory_ids": [str(theirs.pk)]}
+        "patch",
+        f"/evaluation/questions/{created['id']}",
+        {"text": "x", "expected_memory_ids": [str(theirs.pk)]},
     )
     assert response.status_code == 422
     assert response.json()["detail"] == f"no memory of yours has the id {theirs.pk}"
-    stored = api("get", f"/questions/{created['id']}").json()
+    stored = api("get", f"/evaluation/questions/{created['id']}").json()
     assert (stored["text"], stored["expected_memory_ids"]) == ("tea?", [str(memories["tea"].pk)])
 
-    assert api("post", "/questions", {"text": "x", "expected_memory_ids": ["nope"]}).status_code == 422
-    assert api("post", "/questions", {"text": "x", "target": "dreams"}).status_code == 422
-    assert api("post", "/runs", {"scope": "knowledge"}).status_code == 422  # no knowledge question
-    assert api("get", "/runs/999999").status_code == 404
+    assert (
+        api("post", "/evaluation/questions", {"text": "x", "expected_memory_ids": ["nope"]}).status_code
+        == 422
+    )
+    assert api("post", "/evaluation/questions", {"text": "x", "target": "dreams"}).status_code == 422
+    assert api("post", "/evaluation/runs", {"scope": "knowledge"}).status_code == 422  # no knowledge question
+    assert api("get", "/evaluation/runs/999999").status_code == 404
 
 
 def test_another_users_questions_and_runs_are_404_over_the_api(api, other_user):
     theirs = memory_create(user=other_user, content="mallory's secret plan", memory_type="semantic")
     question = evaluation.question_create(user=other_user, text="plan?", expected_memory_ids=[theirs.pk])
     run = evaluation.evaluation_run(user=other_user)
-    assert api("get", f"/questions/{question.pk}").status_code == 404
-    assert api("patch", f"/questions/{question.pk}", {"note": "mine now"}).status_code == 404
-    assert api("delete", f"/questions/{question.pk}").status_code == 404
-    assert api("get", f"/runs/{run.pk}").status_code == 404
-    assert api("get", "/runs").json() == []
+    assert api("get", f"/evaluation/questions/{question.pk}").status_code == 404
+    assert api("patch", f"/evaluation/questions/{question.pk}", {"note": "mine now"}).status_code == 404
+    assert api("delete", f"/evaluation/questions/{question.pk}").status_code == 404
+    assert api("get", f"/evaluation/runs/{run.pk}").status_code == 404
+    assert api("get", "/evaluation/runs").json() == []
     assert GoldenQuestion.objects.get(pk=question.pk).note == ""
 
 
@@ -539,17 +534,17 @@ def test_a_read_only_key_gets_403_on_writes(api, user, memories, read_key):
         user=user, text="Where is the team meeting?", expected_memory_ids=[memories["meeting"].pk]
     )
     writes = [
-        ("post", "/questions", {"text": "new?"}),
-        ("patch", f"/questions/{question.pk}", {"note": "changed"}),
-        ("delete", f"/questions/{question.pk}", None),
-        ("post", "/runs", {}),
+        ("post", "/evaluation/questions", {"text": "new?"}),
+        ("patch", f"/evaluation/questions/{question.pk}", {"note": "changed"}),
+        ("delete", f"/evaluation/questions/{question.pk}", None),
+        ("post", "/evaluation/runs", {}),
     ]
     for method, path, body in writes:
         response = api(method, path, body, key=read_key)
         assert response.status_code == 403, (method, path)
         assert "read-only" in response.json()["detail"]
-    assert api("get", "/questions", key=read_key).status_code == 200
-    assert api("get", "/runs", key=read_key).status_code == 200
+    assert api("get", "/evaluation/questions", key=read_key).status_code == 200
+    assert api("get", "/evaluation/runs", key=read_key).status_code == 200
     assert GoldenQuestion.objects.get(pk=question.pk).note == ""
     assert EvaluationRun.objects.count() == 0
 

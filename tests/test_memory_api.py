@@ -13,17 +13,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def api(client, write_key):
-    def call(method: str, path: str, body=None, key: str | None = None):
-        kwargs = {"HTTP_X_API_KEY": key or write_key}
-        if body is not None:
-            kwargs.update(data=json.dumps(body), content_type="application/json")
-        return getattr(client, method)(f"/api/v1{path}", **kwargs)
-
-    return call
-
-
-@pytest.fixture
 def other_key(other_user):
     from core.services import api_key_create
 
