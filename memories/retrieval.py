@@ -17,12 +17,13 @@ The limit applies to the merged list: never split per type and re-sorted by impo
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import AgentSession
@@ -246,12 +247,7 @@ def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
             "memory_id", "entity_id"
         )
     )
-    counts = dict(
-        MemoryEntity.objects.filter(entity_id__in=list(distance))
-        .values("entity_id")
-        .annotate(n=Count("memory_id"))
-        .values_list("entity_id", "n")
-    )
+    counts = Counter(entity_id for _, entity_id in links)  # memories per entity
     memories = Memory.objects.filter(user=user).count()
     scores: dict[str, float] = {}
     for memory_id, entity_id in links:
