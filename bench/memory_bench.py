@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # Mnemo's process-wide settings (one OpenBLAS thread) must apply before numpy loads, as in the server: the
-# in-process split and sweep below run the same code and should run it the same way.
+# in-process split below runs the same code and should run it the same way.
 import config  # noqa: E402, F401, I001
 
 import numpy as np  # noqa: E402
@@ -516,13 +516,7 @@ def run_locomo(args: argparse.Namespace) -> None:
             )
         server_pid = server.pid
     load_mid = load()
-    sweep: list[tuple[str, dict[str, float]]] = []
-    try:  # the server is stopped: its data dir can be opened in one process for the fusion sweep
-        if args.sweep:
-            print("Fusion sweep in-process on the same index …", flush=True)
-            sweep = run_sweep(data_dir, args.conversations)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
     print("Baselines: BM25 and MiniLM dense over the same turns …", flush=True)
     from core.embeddings import MiniLMEmbedder
@@ -591,15 +585,6 @@ def run_locomo(args: argparse.Namespace) -> None:
             f"| {' / '.join(f'{m["@10"]:.3f}' for m in ms)} | {' / '.join(f'{m["sess@10"]:.3f}' for m in ms)} |"
         )
 
-    sweep_table = [
-        "| RRF_K (core.hybrid) | candidates per signal | LEXICAL_WEIGHT | turn R@1 | turn R@5 | turn R@10 "
-        "| all-evidence R@10 | session R@10 |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for label, m in sweep:
-        sweep_table.append(
-            f"| {label} | {m['@1']:.3f} | {m['@5']:.3f} | {m['@10']:.3f} | {m['all@10']:.3f} | {m['sess@10']:.3f} |"
-        )
     search_ms = np.array(search_times) * 1000
     summary = (
         f"{len(conversations)} conversation(s), {total_turns} turns, {n_questions} questions of categories 1-4 "
@@ -617,9 +602,6 @@ def run_locomo(args: argparse.Namespace) -> None:
     print()
     print(summary)
     print(f"Mnemo / BM25 turn R@10 = {ratio:.2f}")
-    if sweep:
-        print()
-        print("\n".join(sweep_table))
 
     if not (full or args.write):
         print("\n(not a full 10-conversation run: bench/results/locomo.md left unchanged; --write forces it)")
@@ -630,7 +612,7 @@ def run_locomo(args: argparse.Namespace) -> None:
     m_dense = merged["MiniLM dense"].metrics()
     report = f"""# LoCoMo retrieval recall through the memory API
 
-Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/memory_bench.py locomo --conversations {args.conversations}{" --sweep" if args.sweep else ""}`.
+Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/memory_bench.py locomo --conversations {args.conversations}`.
 Machine: nproc {info_before["nproc"]}, {info_before["cpu"]}; load average (1/5/15 min) {info_before["load"]} before,
 {load_mid} after the Mnemo part, {info_after} at the end. The machine is shared and noisy: absolute timings move
 between runs, so compare the systems within this run (recall figures repeat up to float ties, ±0.003).
@@ -670,7 +652,7 @@ By category (turn R@10):
 
 {summary}
 
-{sweep_section(sweep_table) if sweep else ""}## Reading
+## Reading
 
 - Target: turn recall@10 above plain BM25's ~0.57 (the reference figure in ../shared/bench/README.md). Mnemo's
   hybrid search gets {m_mnemo["@10"]:.3f} against BM25 {m_bm25["@10"]:.3f} and MiniLM {m_dense["@10"]:.3f} in this
@@ -681,114 +663,10 @@ By category (turn R@10):
 - The all-evidence figure is low for every system because multi-hop questions cite turns from several sessions.
 - Indexing speed is bounded by embedding each turn with both models inside the bulk request (both models for
   every turn); with the machine loaded by other jobs it falls several-fold (see the per-conversation rates).
-{sweep_reading(sweep)}"""
+"""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "locomo.md").write_text(report)
     print(f"\nWrote {(RESULTS / 'locomo.md').relative_to(ROOT)}")
-
-
-SWEEP = [  # (RRF_K, candidates per signal, LEXICAL_WEIGHT); None keeps the code's value
-    (None, None, None),
-    (60, None, None),
-    (40, None, None),
-    (20, None, None),
-    (10, None, None),
-    (3, None, None),
-    (None, 30, None),
-    (None, 100, None),
-    (None, 200, None),
-    (None, None, 1.5),
-    (None, None, 0.7),
-]
-
-
-def sweep_section(table: list[str]) -> str:
-    return f"""## Fusion sweep (same index, in-process)
-
-After the server stopped, one process opened its data dir and re-ran `memories.retrieval.search_memories` for
-every question with the fusion constants changed (the signal rankings fetched once at 200 candidates and cut to
-each row's count, so only the fusion differs). "(now)" marks the value the code has; the first row is the code
-as the API ran it above.
-
-{chr(10).join(table)}
-
-"""
-
-
-def sweep_reading(sweep: list[tuple[str, dict[str, float]]]) -> str:
-    if not sweep:
-        return ""
-    now = sweep[0][1]
-    label, best = max(sweep, key=lambda row: row[1]["@10"])
-    cells = [cell.strip() for cell in label.split("|")]
-    return (
-        f"- Fusion sweep: the best row (RRF_K {cells[0]}, {cells[1]} candidates, lexical weight {cells[2]}) reaches "
-        f"turn R@10 {best['@10']:.3f} against {now['@10']:.3f} for the code as it is "
-        f"(R@1 {best['@1']:.3f} / {now['@1']:.3f}, R@5 {best['@5']:.3f} / {now['@5']:.3f}). RRF_K lives in "
-        "core/hybrid.py, shared with knowledge search: bench/knowledge_recall.py measures that side.\n"
-    )
-
-
-def run_sweep(data_dir: Path, conversations: str) -> list[tuple[str, dict[str, float]]]:
-    done = subprocess.run(
-        [PYTHON, __file__, "_sweep", "--conversations", conversations],
-        cwd=ROOT,
-        env=_server_env(data_dir),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode:
-        raise RuntimeError(f"fusion sweep failed:\n{done.stderr[-3000:]}")
-    return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
-
-
-def _sweep(args: argparse.Namespace) -> None:
-    """Child process: search_memories with other fusion constants over the LoCoMo users' index."""
-    import django
-
-    os.chdir(ROOT)
-    django.setup()
-    from django.contrib.auth import get_user_model
-
-    from core import hybrid, stores
-    from memories import retrieval
-    from memories.models import Memory
-
-    conversations = load_locomo(parse_selection(args.conversations))
-    users = {
-        c.sample_id: get_user_model().objects.get(username=f"locomo-{c.sample_id}") for c in conversations
-    }
-    dia = {str(pk): meta["dia_id"] for pk, meta in Memory.objects.values_list("pk", "metadata")}
-    defaults = (hybrid.RRF_K, retrieval.CANDIDATES_PER_SIGNAL, hybrid.LEXICAL_WEIGHT)
-    fetch = hybrid.signal_rankings
-    cache: dict[tuple[str, str], dict] = {}
-
-    def cached(store, collection, *, query, where, limit, dense_text=None):
-        key = (where["user_id"], query)
-        if key not in cache:
-            cache[key] = fetch(store, collection, query=query, where=where, limit=200)
-        return {name: ranking[:limit] for name, ranking in cache[key].items()}
-
-    hybrid.signal_rankings = cached
-    rows = []
-    for k, candidates, lexical in SWEEP:
-        hybrid.RRF_K = k or defaults[0]
-        retrieval.CANDIDATES_PER_SIGNAL = candidates or defaults[1]
-        hybrid.LEXICAL_WEIGHT = lexical or defaults[2]
-        scores = Scores()
-        for conv in conversations:
-            for question in conv.questions:
-                result = retrieval.search_memories(user=users[conv.sample_id], query=question.text, limit=10)
-                scores.add(question, [dia[str(hit.memory.pk)] for hit in result.hits])
-        label = " | ".join(
-            f"{value}" if value else f"{default} (now)"
-            for value, default in zip((k, candidates, lexical), defaults, strict=True)
-        )
-        rows.append((label, scores.metrics()))
-        print(label, rows[-1][1], file=sys.stderr, flush=True)
-    stores.reset()
-    print(json.dumps(rows))
 
 
 # --- Latency ---------------------------------------------------------------------------------------------------
@@ -1052,9 +930,6 @@ def main() -> None:
     locomo = sub.add_parser("locomo", help="LoCoMo turn/session recall: Mnemo vs BM25 vs MiniLM")
     locomo.add_argument("--conversations", default="1-10", help="e.g. 1-3 or 1,4,7 (default 1-10)")
     locomo.add_argument("--write", action="store_true", help="write the report even for a partial run")
-    locomo.add_argument(
-        "--sweep", action="store_true", help="also re-run the search with other fusion constants"
-    )
     latency = sub.add_parser("latency", help="p50/p95/p99 of POST /memories/search at 1k and 10k memories")
     latency.add_argument("--sizes", default="1000,10000")
     latency.add_argument("--queries", type=int, default=250, help="timed queries per size (after warm-up)")
@@ -1065,10 +940,8 @@ def main() -> None:
     )
     split = sub.add_parser("_split", help=argparse.SUPPRESS)
     split.add_argument("--warmup", type=int, default=10)
-    sweep = sub.add_parser("_sweep", help=argparse.SUPPRESS)
-    sweep.add_argument("--conversations", default="1-10")
     args = parser.parse_args()
-    {"locomo": run_locomo, "latency": run_latency, "_split": _split, "_sweep": _sweep}[args.command](args)
+    {"locomo": run_locomo, "latency": run_latency, "_split": _split}[args.command](args)
 
 
 if __name__ == "__main__":
