@@ -9,6 +9,7 @@ import re
 import threading
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -96,16 +97,14 @@ def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
     are indexed too, but a query uses them only for a one-character run, where no bigram exists.
     """
     terms: list[str] = []
-    position = 0
-    for run in _CJK_RUN.finditer(text):
-        terms.extend(_latin_terms(text[position : run.start()]))
-        chars = run.group()
+    for latin, chars in _runs(text):
+        terms.extend(_latin_terms(latin))
+        if not chars:
+            continue
         terms.extend(word for word in _jieba().cut_for_search(chars) if len(word) > 1)
         terms.extend(chars[i : i + 2] for i in range(len(chars) - 1))
         if not for_query or len(chars) == 1:
             terms.extend(chars)
-        position = run.end()
-    terms.extend(_latin_terms(text[position:]))
     return terms
 
 
@@ -114,14 +113,20 @@ def query_words(text: str) -> list[str]:
     itself). What "share of the query found" counts: the bigrams a query also searches with are there for recall,
     and those that straddle two words ("写前" in "谁会写前端") would count as words no memory holds."""
     words: list[str] = []
+    for latin, chars in _runs(text):
+        words.extend(_latin_terms(latin))
+        if chars:
+            words.extend(w for w in _jieba().cut_for_search(chars) if len(w) > 1 or len(chars) == 1)
+    return list(dict.fromkeys(words))
+
+
+def _runs(text: str) -> Iterator[tuple[str, str]]:
+    """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty."""
     position = 0
     for run in _CJK_RUN.finditer(text):
-        words.extend(_latin_terms(text[position : run.start()]))
-        chars = run.group()
-        words.extend(word for word in _jieba().cut_for_search(chars) if len(word) > 1 or len(chars) == 1)
+        yield text[position : run.start()], run.group()
         position = run.end()
-    words.extend(_latin_terms(text[position:]))
-    return list(dict.fromkeys(words))
+    yield text[position:], ""
 
 
 def _latin_terms(text: str) -> list[str]:
