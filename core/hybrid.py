@@ -74,6 +74,14 @@ class Evidence:
     similarities: dict[str, float] = field(default_factory=dict)  # per dense space, raw cosine
     above_floor: bool = False  # some signal says "related", not merely "nearest"
 
+    def signal_parts(self) -> dict[str, float]:
+        """The signals' score parts as the API and the pages show them (SCORE_PARTS explains each)."""
+        return {
+            "dense": self.dense,
+            "lexical": self.coverage,
+            **{f"dense_{name}": score for name, score in self.similarities.items()},
+        }
+
 
 @dataclass
 class Fused:

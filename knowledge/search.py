@@ -97,13 +97,9 @@ def search_chunks(
         evidence = fused.evidence[str(chunk.pk)]
         if evidence.relevance < min_score or not evidence.above_floor:
             continue  # nearest is not related: under every model's noise floor and without the query's terms
-        scores = {
-            "dense": evidence.dense,
-            "lexical": evidence.coverage,
-            "fused": evidence.relevance,
-            **{f"dense_{name}": score for name, score in evidence.similarities.items()},
-        }
-        hits.append(ChunkHit(chunk, evidence.relevance, scores))
+        hits.append(
+            ChunkHit(chunk, evidence.relevance, {**evidence.signal_parts(), "fused": evidence.relevance})
+        )
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return KnowledgeResult(hits[:limit], " ".join(notices), queries)
 

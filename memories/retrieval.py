@@ -207,14 +207,12 @@ def _shape(
             base = max(base, GRAPH_REACH * graph)
     weight = _importance_weight(candidate.importance)
     scores = {
-        "dense": evidence.dense,
-        "lexical": evidence.coverage,
+        **evidence.signal_parts(),
         "fused": round(relevance, 4),
         "recency": round(recency, 4),
         "decay": round(decay, 4),
         "importance": round(weight, 4),
         "graph": round(graph, 4),
-        **{f"dense_{name}": score for name, score in evidence.similarities.items()},
     }
     return round(base * weight, 6), scores
 
