@@ -84,6 +84,14 @@ def collection_store(name: str, *, keyword_fields: tuple[str, ...] = (), float_f
     return store
 
 
+def rebuild_collection(name: str) -> None:
+    """Drop collection `name` so the next collection_store() creates it for the configured embedders."""
+    store = vector_store()
+    if name in store.collections():
+        store.drop_collection(name)
+    _ready_collections.pop(name, None)
+
+
 def collection_spec(name: str, keyword_fields: tuple[str, ...], float_fields: tuple[str, ...]):
     from core.hybrid import LEXICAL, TERMS
     from core.vectorstore import CollectionSpec, VectorStoreConfigError

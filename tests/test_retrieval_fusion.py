@@ -128,6 +128,30 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
     assert chunk_point.payload[hybrid.CJK] is False
 
 
+def test_resync_rebuild_refills_a_store_built_for_other_embedders(user):
+    import pytest
+    from django.core.management import call_command
+
+    from core import hybrid, stores
+    from core.vectorstore import CollectionSpec, VectorStoreConfigError
+    from memories import mirror
+
+    # A store from an install whose EMBED_MODEL_TYPE held only USE: this one's other spaces are missing.
+    spec = stores.collection_spec(mirror.COLLECTION, (), ())
+    old = CollectionSpec(name=mirror.COLLECTION, dense={"use": spec.dense["use"]}, sparse=(hybrid.LEXICAL,))
+    stores.vector_store().ensure_collection(old)
+    with pytest.raises(VectorStoreConfigError, match="resync_mirrors --rebuild"):
+        stores.collection_store(mirror.COLLECTION)
+    [memory] = add(user, "The user works as a data engineer at Acme.")
+    memory.refresh_from_db()
+    assert memory.mirror_state != "synced"  # the row is kept, for the rebuild to mirror
+
+    out = io.StringIO()
+    call_command("resync_mirrors", "--rebuild", stdout=out)
+    assert "Re-mirrored 1 memories" in out.getvalue()
+    assert top(user, "Where does the user work?") == ["The user works as a data engineer at Acme."]
+
+
 def test_a_candidate_one_space_missed_is_not_above_the_floor_by_that_spaces_last_hit():
     from core import hybrid
 

@@ -256,7 +256,8 @@ def config_mismatch(
     return (
         f"Vector collection {collection!r} does not match the configured embeddings: {'; '.join(problems)}. "
         "Set QDRANT_VECTOR_SIZE / EMBED_MODEL_TYPE (and QDRANT_DISTANCE) back to what the collection was "
-        "built with, or delete the collection and rebuild it from the database (manage.py resync_mirrors)."
+        "built with, or rebuild the collections from the database for the new embedders (manage.py resync_mirrors "
+        "--rebuild)."
     )
 
 

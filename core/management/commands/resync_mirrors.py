@@ -3,10 +3,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from core import stores
 from core.graph import GraphStoreError
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
+from knowledge.services import COLLECTION as CHUNK_COLLECTION
 from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
@@ -20,16 +22,30 @@ class Command(BaseCommand):
         "Repair drift between the database and its mirrors: re-mirror memories that are pending or failed (or "
         "all, or those changed since a date) to the vector store and delete points whose rows are gone; mirror "
         "entities and relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data). "
-        "--all also re-indexes every knowledge chunk: run it once after an upgrade that changes what a point holds."
+        "--all also re-indexes every knowledge chunk: run it once after an upgrade that changes what a point holds. "
+        "--rebuild drops both vector collections first and refills them: run it after changing EMBED_MODEL_TYPE."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--all", action="store_true", help="re-mirror every memory, not only unsynced ones"
         )
+        parser.add_argument(
+            "--rebuild",
+            action="store_true",
+            help="drop the memory and chunk vector collections and rebuild them from the database (implies --all)",
+        )
         parser.add_argument("--since", help="re-mirror memories changed since this ISO date/time")
 
-    def handle(self, *args, all: bool = False, since: str | None = None, **options):
+    def handle(self, *args, all: bool = False, rebuild: bool = False, since: str | None = None, **options):
+        if rebuild:
+            all = True
+            try:
+                for collection in (mirror.COLLECTION, CHUNK_COLLECTION):
+                    stores.rebuild_collection(collection)
+            except VectorStoreError as exc:
+                raise CommandError(f"vector store: {exc}") from None
+            self.stdout.write("Dropped the vector collections; rebuilding them from the database.")
         memories = Memory.objects.all()
         if since:
             moment = parse_datetime(since) or parse_datetime(f"{since}T00:00:00+00:00")
