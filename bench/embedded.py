@@ -16,9 +16,10 @@ def embedded_environ(environ: dict[str, str], data_dir: Path) -> dict[str, str]:
     return kept
 
 
-def setup_django(data_dir: Path) -> None:
-    """Django in this process on a fresh embedded data dir, migrated."""
-    environ = embedded_environ(dict(os.environ), data_dir)
+def setup_django(data_dir: Path, **settings: str) -> None:
+    """Django in this process on a fresh embedded data dir, migrated; `settings` are environment variables to
+    set on top of the defaults (e.g. EMBED_MODEL_TYPE to compare embedding sets)."""
+    environ = embedded_environ(dict(os.environ), data_dir) | settings
     os.environ.clear()
     os.environ.update(environ)
     import django

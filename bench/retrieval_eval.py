@@ -450,6 +450,10 @@ def main() -> None:
     parser.add_argument(
         "--write", action="store_true", help="write bench/results/retrieval.md even if partial"
     )
+    parser.add_argument(
+        "--embed",
+        help="EMBED_MODEL_TYPE to measure instead of the default, e.g. e5+use (the report is not written)",
+    )
     parser.add_argument("--json", type=Path, help="dump every metric (and each question's rank) as JSON here")
     args = parser.parse_args()
 
@@ -470,13 +474,13 @@ def main() -> None:
             print(f"SKIPPED {skipped[-1]}", flush=True)
     selection = [] if args.locomo == "none" else parse_selection(args.locomo)
     sets = [es for es in sets + locomo_sets(selection) if args.split in ("all", es.split)]
-    full = names is None and len(selection) == 10 and args.split == "all"
+    full = names is None and len(selection) == 10 and args.split == "all" and not args.embed
 
     before, started_at, t_start = load(), datetime.now(UTC), time.perf_counter()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="mnemo-retrieval-eval-"))
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        setup_django(data_dir)
+        setup_django(data_dir, **({"EMBED_MODEL_TYPE": args.embed} if args.embed else {}))
         from core import stores
         from core.text import sparse_query_vector
         from memories.entities import extract_mentions

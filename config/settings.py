@@ -19,6 +19,7 @@ from config.env import (
     env_str,
     env_url,
 )
+from core.embeddings import EmbeddingError, check_model_type
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -133,9 +134,10 @@ NEO4J_PASSWORD = env_str("NEO4J_PASSWORD")
 NEO4J_DATABASE = env_str("NEO4J_DATABASE", "neo4j")
 
 # --- Embeddings (the tutorial's variable names) --------------------------------------------------------------
-EMBED_MODEL_TYPE = env_choice(
-    "EMBED_MODEL_TYPE", "local", ("local", "minilm", "use", "openai", "dashscope", "compatible")
-)
+try:
+    EMBED_MODEL_TYPE = check_model_type(env_str("EMBED_MODEL_TYPE", "local"))
+except EmbeddingError as exc:
+    raise ConfigError(str(exc)) from exc
 EMBED_MODEL_NAME = env_str("EMBED_MODEL_NAME")
 EMBED_API_KEY = env_str("EMBED_API_KEY")
 EMBED_BASE_URL = env_url("EMBED_BASE_URL", ("http", "https"))

