@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from agents.models import AgentSession, ChatMessage, ChatRole
 from agents.toolspecs import FUNCTIONS, openai_tools
+from core.limits import MAX_QUERY_CHARS
 from core.llm import LLMError, ToolCall, get_llm
 from core.models import ApiKey
 from knowledge.search import ChunkHit, search_chunks
@@ -79,8 +80,10 @@ class Agent:
         started = time.perf_counter()
         user_message = ChatMessage.objects.create(session=self.session, role=ChatRole.USER, content=text)
         saved = self._capture(text, user_message)
-        memories = self._memories(text)
-        chunks = self._chunks(text)
+        # A search reads a bounded query; a long message usually ends with what it asks.
+        query = text[-MAX_QUERY_CHARS:]
+        memories = self._memories(query)
+        chunks = self._chunks(query)
         assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
         if self.llm is None:
             answer = retrieval_only_answer(memories, chunks)

@@ -2,13 +2,13 @@
 
 from django import forms
 
-MAX_MESSAGE_CHARS = 8000
+from core.limits import MAX_CHAT_MESSAGE_CHARS
 
 
 class MessageForm(forms.Form):
     text = forms.CharField(
         label="Message",
-        max_length=MAX_MESSAGE_CHARS,
+        max_length=MAX_CHAT_MESSAGE_CHARS,
         strip=True,
         widget=forms.Textarea(
             attrs={

@@ -15,6 +15,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent
 from core.auth import authenticate_api_key
+from core.limits import (
+    MAX_CHAT_MESSAGE_CHARS,
+    MAX_CHAT_MESSAGES,
+    MAX_CHAT_TOTAL_CHARS,
+    InputRejected,
+    check_text,
+)
 from memories.services import session_for_key
 
 MODEL_ID = "mnemo-agent"
@@ -53,10 +60,19 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         return _error(
             401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
         )
+    if not api_key.can_write:
+        return _error(
+            403,
+            "This API key is read-only, and every chat turn is kept in the session and in memory; "
+            "use a key with the write scope.",
+            "permission_error",
+        )
     try:
         body = json.loads(request.body or b"{}")
     except json.JSONDecodeError:
         return _error(400, "The request body is not valid JSON.")
+    if not isinstance(body, dict):
+        return _error(400, "The request body must be a JSON object.")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return _error(400, "'messages' must be a non-empty list.")
@@ -68,12 +84,16 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         for m in messages[:-1]
         if isinstance(m, dict) and m.get("role") in ("user", "assistant") and _text(m.get("content"))
     ]
-    session_key = str(body.get("user") or request.headers.get("X-Mnemo-Session") or "openai-api")[:200]
-    session = session_for_key(user=api_key.user, key=session_key)
+    try:
+        text = _checked_conversation(_text(last["content"]), history)
+        session_key = str(body.get("user") or request.headers.get("X-Mnemo-Session") or "openai-api")[:200]
+        session = session_for_key(user=api_key.user, key=session_key)
+    except InputRejected as exc:  # OpenAI answers 400 to an over-long conversation too
+        return _error(400, str(exc))
     agent = Agent(user=api_key.user, session=session, api_key=api_key)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
-    turn = agent.turn(_text(last["content"]), history=history)
+    turn = agent.turn(text, history=history)
     if body.get("stream"):
         response = StreamingHttpResponse(_sse(turn, completion_id, created), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
@@ -103,6 +123,20 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         },
         json_dumps_params={"ensure_ascii": False},
     )
+
+
+def _checked_conversation(text: str, history: list[dict]) -> str:
+    """The turn's text, once it and the history are within the chat's limits."""
+    if len(history) + 1 > MAX_CHAT_MESSAGES:
+        raise InputRejected(f"'messages' has {len(history) + 1} messages; the limit is {MAX_CHAT_MESSAGES}")
+    total = len(text) + sum(len(message["content"]) for message in history)
+    if total > MAX_CHAT_TOTAL_CHARS:
+        raise InputRejected(
+            f"the messages hold {total:,} characters together; the limit is {MAX_CHAT_TOTAL_CHARS:,}"
+        )
+    for position, message in enumerate(history):
+        check_text(message["content"], f"messages[{position}].content", MAX_CHAT_MESSAGE_CHARS)
+    return check_text(text.strip(), "the last message", MAX_CHAT_MESSAGE_CHARS)
 
 
 def _sse(turn, completion_id: str, created: int):

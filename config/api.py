@@ -8,8 +8,8 @@ from ninja.renderers import JSONRenderer
 from console.evaluation import EvaluationError
 from core.auth import API_AUTH
 from core.health import run_checks
+from core.limits import InputRejected
 from knowledge.services import KnowledgeError
-from memories.services import MemoryRequestError
 
 
 class UnicodeJSONRenderer(JSONRenderer):
@@ -50,8 +50,8 @@ def evaluation_refused(request: HttpRequest, exc: EvaluationError):
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
 
 
-@api.exception_handler(MemoryRequestError)
-def refused(request: HttpRequest, exc: MemoryRequestError):
+@api.exception_handler(InputRejected)
+def refused(request: HttpRequest, exc: InputRejected):
     return api.create_response(request, {"detail": str(exc)}, status=422)
 
 

@@ -3,12 +3,13 @@
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Body, Router, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from console import evaluation
 from console.models import EvaluationRun, GoldenQuestion
 from console.schemas import QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
 from core.auth import require_write
+from core.pagination import BoundedLimitOffset
 
 router = Router(tags=["evaluation"])
 
@@ -46,7 +47,7 @@ def _run_out(view: evaluation.RunView) -> dict:
 
 
 @router.get("/questions", response=list[QuestionOut], summary="List golden questions")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_questions(request: HttpRequest):
     return _questions(request)
 

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from core.limits import InputRejected
 from memories.models import MemoryType
 
 
@@ -16,7 +17,7 @@ def is_finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class ToolInputError(ValueError):
+class ToolInputError(InputRejected):
     """A missing or malformed parameter; the message names it."""
 
 
@@ -137,7 +138,7 @@ class ActionTool:
     """
 
     actions: tuple[str, ...] = ()
-    refusals: tuple[type[Exception], ...] = (ToolInputError,)
+    refusals: tuple[type[Exception], ...] = (InputRejected,)
 
     def run(self, parameters: dict[str, Any]) -> str:
         return self.execute(parameters).text

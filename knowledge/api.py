@@ -8,10 +8,12 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from core import hybrid
 from core.auth import require_write
+from core.limits import MAX_QUERY_CHARS
+from core.pagination import BoundedLimitOffset
 from knowledge import services
 from knowledge.models import Chunk, Document
 from knowledge.search import ask, search_chunks
@@ -74,7 +76,7 @@ class ChunkOut(Schema):
 
 
 class KnowledgeSearchIn(Schema):
-    query: str = Field(..., min_length=1, max_length=10_000)
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
     namespaces: list[str] = Field(default_factory=lambda: ["default"])
     limit: int = Field(5, ge=1, le=50)
     min_score: float = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
@@ -174,7 +176,7 @@ def upload_document(
 
 
 @router.get("/documents", response=list[DocumentOut], summary="List documents")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_documents(request: HttpRequest, filters: Query[DocumentFilter]):
     from django.db.models import Count
 
@@ -228,7 +230,7 @@ def cancel_document(request: HttpRequest, document_id: UUID):
 
 
 @router.get("/documents/{uuid:document_id}/chunks", response=list[ChunkOut], summary="A document's chunks")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_chunks(request: HttpRequest, document_id: UUID):
     return Chunk.objects.filter(document=_document(request, document_id)).order_by("ordinal")
 

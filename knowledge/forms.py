@@ -3,6 +3,7 @@
 from django import forms
 from django.core.exceptions import ValidationError
 
+from core.limits import MAX_QUERY_CHARS
 from knowledge.models import DocumentStatus
 from knowledge.pipeline import SUPPORTED
 from knowledge.services import KnowledgeError, check_chunking, check_namespace
@@ -101,7 +102,7 @@ class SearchForm(forms.Form):
 
     q = forms.CharField(
         label="Query",
-        max_length=10_000,
+        max_length=MAX_QUERY_CHARS,
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "Ask or search your documents…"}),
     )
     namespaces = forms.MultipleChoiceField(

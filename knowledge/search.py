@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 
 from core import hybrid
+from core.limits import MAX_QUERY_CHARS, check_text
 from core.llm import LLMError, get_llm
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
@@ -47,7 +48,7 @@ def search_chunks(
     mqe: bool = False,
     hyde: bool = False,
 ) -> KnowledgeResult:
-    query = query.strip()
+    query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
         return KnowledgeResult([], "the query is empty")
     namespaces = [check_namespace(namespace) for namespace in namespaces]

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core import stores
+from core.limits import InputRejected
 from core.llm import get_llm
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, tool_user
 from knowledge import services
@@ -26,7 +27,7 @@ ACTIONS = ("add_document", "add_text", "search", "ask", "stats", "clear")
 
 class RAGTool(ActionTool):
     actions = ACTIONS
-    refusals = (ToolInputError, services.KnowledgeError)
+    refusals = (InputRejected, services.KnowledgeError)
     name = "rag"
     description = "知识库工具：添加文档与文本、检索、问答（带引用）、统计与清空 (Mnemo)"
 

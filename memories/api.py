@@ -10,10 +10,11 @@ from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Body, File, Form, Query, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.models import AgentSession
 from core.auth import require_write
+from core.pagination import BoundedLimitOffset
 from memories import services
 from memories.models import EditVia, Memory
 from memories.retrieval import search_memories
@@ -87,6 +88,10 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
             session_key=item.session_id,
             metadata=item.metadata,
             created_at=item.created_at,
+            context=item.context,
+            outcome=item.outcome,
+            participants=item.participants,
+            tags=item.tags,
         )
         for item in payload.items
     ]
@@ -143,7 +148,7 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
 
 
 @router.get("/", response=list[MemoryOut], summary="List memories")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
     memories = Memory.objects.for_user(_owner(request)).select_related("session")
     memories = memories.exclude(archived_at=None) if filters.archived else memories.filter(archived_at=None)
@@ -260,7 +265,7 @@ def summary(request: HttpRequest, limit: int = 10):
 
 
 @sessions_router.get("/", response=list[SessionOut], summary="List sessions")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_sessions(request: HttpRequest):
     return AgentSession.objects.for_user(_owner(request)).annotate(
         memory_count=Count("memories", filter=Q(memories__archived_at=None))

@@ -52,8 +52,11 @@ _RELATION_PATTERNS = [
     (re.compile(r"(?P<a>[\w .]+?) (?:lives|lived|living) in (?P<b>[\w .]+)"), "LIVES_IN"),
     (re.compile(r"(?P<a>[\w .]+?) (?:uses|used|knows|loves|likes) (?P<b>[\w .+#]+)"), "USES"),
 ]
-_SENTENCE = re.compile(r"[^。！？!?\n]+(?:[。！？!?]|$)")
+# The relation patterns backtrack over their clause, so their cost grows with its square: text without
+# punctuation is read in bounded sentences, and clauses too long to state one plain relation are skipped.
+_SENTENCE = re.compile(r"[^。！？!?\n]{1,1000}(?:[。！？!?]|$)?")
 _CLAUSE = re.compile(r"[，,；;]")
+_LONGEST_CLAUSE = 300
 _PREFERRED_TARGETS = {"WORKS_AT": ("ORG", "OTHER"), "LIVES_IN": ("PLACE",)}
 
 
@@ -97,6 +100,9 @@ def _posseg():
 
 
 _spacy_lock = threading.Lock()
+# Entities are read from a memory's opening: jieba's tagger costs ~0.2 ms a character, so a 100,000-character
+# memory would hold its request for half a minute. Long texts belong in the knowledge base.
+ENTITY_TEXT_LIMIT = 5_000
 
 
 @cache
@@ -112,6 +118,7 @@ def extract_mentions(text: str) -> list[Mention]:
 
 def extract(text: str) -> Extraction:
     """Entities named in `text` (first mention first, one per key) and the relations between them."""
+    text = text[:ENTITY_TEXT_LIMIT]
     mentions: list[Mention] = []
     if cjk_ratio(text) > 0:
         for word, flag in _posseg().cut(text):
@@ -137,7 +144,7 @@ def extract(text: str) -> Extraction:
 
 def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
     with _spacy_lock:  # spaCy pipelines are not documented as thread-safe
-        doc = _english()(text[:20_000])
+        doc = _english()(text)
     mentions = []
     covered: set[int] = set()
     for ent in doc.ents:
@@ -177,6 +184,8 @@ def _pattern_relations(text: str, mentions: list[Mention]) -> list[RelationMenti
             continue
         sentence_subject = next((m for m in present if m.entity_type in ("PERSON", "ORG")), present[0])
         for clause in _CLAUSE.split(sentence):
+            if len(clause) > _LONGEST_CLAUSE:
+                continue
             for pattern, relation_type in _RELATION_PATTERNS:
                 match = pattern.search(clause)
                 if not match:

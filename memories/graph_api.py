@@ -7,9 +7,10 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Status
 from ninja.errors import HttpError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from core.auth import require_write
+from core.pagination import BoundedLimitOffset
 from memories import graph
 from memories.models import Entity, EntityType, Relation
 from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
@@ -26,7 +27,7 @@ def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
 
 
 @router.get("/entities", response=list[EntityOut], summary="List or search entities")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_entities(request: HttpRequest, q: str = "", entity_type: str = ""):
     if entity_type and entity_type not in EntityType.values:
         raise HttpError(422, f"entity_type must be one of {', '.join(EntityType.values)}")
@@ -91,7 +92,7 @@ def delete_entity(request: HttpRequest, entity_id: UUID):
 
 
 @router.get("/relations", response=list[RelationOut], summary="List relations")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def list_relations(request: HttpRequest, entity_id: UUID | None = None, relation_type: str = ""):
     relations = Relation.objects.filter(user=_owner(request)).select_related("source", "target")
     if entity_id:

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from agents.models import AgentSession
 from core import hybrid, stores
+from core.limits import MAX_QUERY_CHARS, check_text
 from core.queries import owned_by_pk
 from core.text import lexical_terms
 from core.vectorstore import VectorStoreError
@@ -122,7 +123,7 @@ def search_memories(
     time_range: tuple[datetime | None, datetime | None] | None = None,
 ) -> SearchResult:
     now = timezone.now()
-    query = query.strip()
+    query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
         return SearchResult(
             _by_importance(user, limit, memory_types, min_importance, session, time_range, now)

@@ -4,36 +4,50 @@ from uuid import UUID
 
 from ninja import Field, Schema
 
+from core.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_SHORT_TEXT_CHARS,
+)
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
+from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
 
+METADATA_RULE = (
+    f"A JSON object of at most {MAX_METADATA_BYTES:,} bytes, nested at most {MAX_METADATA_DEPTH} levels."
+)
+NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
 
 
 class MemoryIn(Schema):
-    content: str = Field(..., min_length=1, max_length=100_000)
+    content: str = Field(..., min_length=1, max_length=MAX_CONTENT_CHARS)
     memory_type: MemoryTypeName = "working"
     importance: float = Field(0.5, ge=0.0, le=1.0)
     session_id: str | None = Field(
-        None, max_length=200, description="Your name for the session; created on first use."
+        None, max_length=MAX_NAME_CHARS, description="Your name for the session; created on first use."
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict, description=METADATA_RULE)
     created_at: datetime | None = Field(None, description="Keep an imported memory's original date.")
-    context: str = ""
-    outcome: str = ""
-    participants: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
+    context: str = Field("", max_length=MAX_SHORT_TEXT_CHARS)
+    outcome: str = Field("", max_length=MAX_SHORT_TEXT_CHARS)
+    participants: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
 
 
 class MemoryPatch(Schema):
-    content: str | None = Field(None, min_length=1, max_length=100_000)
+    content: str | None = Field(None, min_length=1, max_length=MAX_CONTENT_CHARS)
     memory_type: MemoryTypeName | None = None
     importance: float | None = Field(None, ge=0.0, le=1.0)
-    metadata: dict[str, Any] | None = None
-    context: str | None = None
-    outcome: str | None = None
-    participants: list[str] | None = None
-    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = Field(None, description=METADATA_RULE)
+    context: str | None = Field(None, max_length=MAX_SHORT_TEXT_CHARS)
+    outcome: str | None = Field(None, max_length=MAX_SHORT_TEXT_CHARS)
+    participants: list[str] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[str] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
     archived: bool | None = Field(None, description="true hides the memory from search; false restores it.")
 
 
@@ -78,7 +92,7 @@ class MemoryOut(Schema):
 
 
 class SearchIn(Schema):
-    query: str = Field(..., max_length=10_000)
+    query: str = Field(..., max_length=MAX_QUERY_CHARS)
     limit: int = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
     min_importance: float = Field(0.0, ge=0.0, le=1.0)
@@ -109,10 +123,12 @@ class SearchOut(Schema):
 
 
 class ForgetIn(Schema):
-    strategy: Literal["importance_based", "time_based", "capacity_based"] = "importance_based"
+    """Forgetting deletes, so the strategy is never assumed: the body must name it."""
+
+    strategy: Literal["importance_based", "time_based", "capacity_based"]
     threshold: float = Field(0.1, ge=0.0, le=1.0)
-    max_age_days: float = Field(30, ge=0)
-    max_capacity: int = Field(100, ge=0)
+    max_age_days: float = Field(30, ge=0, le=MAX_AGE_DAYS)
+    max_capacity: int = Field(100, ge=0, le=MAX_CAPACITY)
     memory_types: list[MemoryTypeName] | None = None
 
 
@@ -121,8 +137,10 @@ class ForgetOut(Schema):
 
 
 class ConsolidateIn(Schema):
-    from_type: MemoryTypeName = "working"
-    to_type: MemoryTypeName = "episodic"
+    """Consolidation changes memories' types, so the body must name both."""
+
+    from_type: MemoryTypeName
+    to_type: MemoryTypeName
     importance_threshold: float = Field(0.7, ge=0.0, le=1.0)
     session_id: str | None = None
 

@@ -7,7 +7,7 @@ and the background task enqueued by the model signals, or `resync_mirrors`, sync
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,15 @@ from django.utils import timezone
 
 from agents.models import AgentSession
 from core.dispatch import dispatch_on_commit
+from core.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_NAME_CHARS,
+    MAX_SHORT_TEXT_CHARS,
+    InputRejected,
+    check_json,
+    check_names,
+    check_text,
+)
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens
 from memories import mirror
@@ -43,6 +52,11 @@ DECAY_PERIOD_HOURS = 6
 DECAY_FLOOR = 0.1
 CONSOLIDATION_BOOST = 1.1
 MAX_ENTITIES_PER_MEMORY = 12
+MAX_AGE_DAYS = 36_500  # a century; more overflows the date arithmetic
+MAX_CAPACITY = 10_000_000
+# Dates a memory may carry: the edges of Python's calendar overflow when the working-memory TTL is added
+# or the time is shown in another zone.
+EARLIEST_YEAR, LATEST_YEAR = 2, 9998
 EDITABLE_FIELDS = (
     "content",
     "importance",
@@ -55,7 +69,7 @@ EDITABLE_FIELDS = (
 )
 
 
-class MemoryRequestError(ValueError):
+class MemoryRequestError(InputRejected):
     """A request the memory system refuses; the message says what to change."""
 
 
@@ -70,11 +84,9 @@ def working_priority(memory: Memory, now: datetime) -> float:
 
 
 def session_for_key(*, user: AbstractBaseUser, key: str) -> AgentSession:
-    key = key.strip()
+    key = check_text(key.strip(), "session_id", MAX_NAME_CHARS)
     if not key:
         raise MemoryRequestError("session_id must not be empty")
-    if len(key) > 200:
-        raise MemoryRequestError("session_id is longer than 200 characters")
     session, _ = AgentSession.objects.get_or_create(user=user, key=key, defaults={"title": key})
     return session
 
@@ -92,6 +104,7 @@ def _validate(content: str, memory_type: str, importance: float) -> str:
         )
     if not isinstance(content, str) or not content.strip():
         raise MemoryRequestError("content must not be empty")
+    check_text(content, "content", MAX_CONTENT_CHARS)
     if (
         isinstance(importance, bool)
         or not isinstance(importance, int | float)
@@ -99,6 +112,21 @@ def _validate(content: str, memory_type: str, importance: float) -> str:
     ):
         raise MemoryRequestError(f"importance must be a number between 0 and 1 (got {importance!r})")
     return content.strip()
+
+
+def _checked_detail(fields: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of a memory, checked against the same limits on every write path."""
+    for name in ("context", "outcome"):
+        if fields.get(name) is not None:
+            check_text(fields[name], name, MAX_SHORT_TEXT_CHARS)
+    for name in ("participants", "tags"):
+        if fields.get(name) is not None:
+            check_names(fields[name], name)
+    if fields.get("metadata") is not None:
+        if not isinstance(fields["metadata"], dict):
+            raise MemoryRequestError("metadata must be a JSON object")
+        check_json(fields["metadata"], "metadata")
+    return fields
 
 
 def _new_memory(
@@ -113,6 +141,11 @@ def _new_memory(
     **detail: Any,
 ) -> Memory:
     content = _validate(content, memory_type, importance)
+    _checked_detail({"metadata": metadata, **detail})
+    if created_at is not None and not EARLIEST_YEAR <= created_at.year <= LATEST_YEAR:
+        raise MemoryRequestError(
+            f"created_at must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {created_at.year})"
+        )
     created_at = created_at or timezone.now()
     tokens = count_tokens(content)
     if memory_type == MemoryType.WORKING and tokens > WORKING_MEMORY_TOKENS:
@@ -177,6 +210,10 @@ class NewMemory:
     session_key: str | None = None
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None
+    context: str = ""
+    outcome: str = ""
+    participants: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
 
 @transaction.atomic
@@ -199,9 +236,13 @@ def memory_bulk_create(*, user: AbstractBaseUser, items: Sequence[NewMemory]) ->
                     session=session,
                     metadata=item.metadata,
                     created_at=item.created_at,
+                    context=item.context,
+                    outcome=item.outcome,
+                    participants=item.participants,
+                    tags=item.tags,
                 )
             )
-        except MemoryRequestError as exc:
+        except InputRejected as exc:
             raise MemoryRequestError(f"items[{position}]: {exc}") from None
     Memory.objects.bulk_create(memories, batch_size=500)
     for memory in memories:
@@ -336,6 +377,7 @@ def memory_update(
     memory_type = changes.get("memory_type", memory.memory_type)
     importance = changes.get("importance", memory.importance)
     changes["content"] = _validate(content, memory_type, importance)
+    _checked_detail(changes)
     diff = {
         field: [getattr(memory, field), value]
         for field, value in changes.items()
@@ -343,8 +385,8 @@ def memory_update(
     }
     if not diff:
         return memory
-    for field, (_, new) in diff.items():
-        setattr(memory, field, new)
+    for name, (_, new) in diff.items():
+        setattr(memory, name, new)
     if "content" in diff:
         memory.token_count = count_tokens(memory.content)
     if "memory_type" in diff:
@@ -413,6 +455,10 @@ def memories_forget(
         raise MemoryRequestError(
             f"strategy must be one of: {', '.join(FORGET_STRATEGIES)} (got {strategy!r})"
         )
+    if not 0 <= max_age_days <= MAX_AGE_DAYS:
+        raise MemoryRequestError(f"max_age_days must be between 0 and {MAX_AGE_DAYS:,} (got {max_age_days})")
+    if not 0 <= max_capacity <= MAX_CAPACITY:
+        raise MemoryRequestError(f"max_capacity must be between 0 and {MAX_CAPACITY:,} (got {max_capacity})")
     now = timezone.now()
     memories = Memory.objects.filter(user=user)
     if memory_types:

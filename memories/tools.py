@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Avg, Count, Sum
 from django.utils import timezone
 
+from core.limits import InputRejected
 from core.models import ApiKey
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, parse_moment, tool_user
 from memories import services
@@ -37,7 +38,7 @@ AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
 
 class MemoryTool(ActionTool):
     actions = ACTIONS
-    refusals = (ToolInputError, services.MemoryRequestError)
+    refusals = (InputRejected,)  # ToolInputError and MemoryRequestError among them
     name = "memory"
     description = "记忆工具：添加、搜索、总结、更新、删除、遗忘与整合用户的记忆 (Mnemo)"
 
@@ -270,6 +271,10 @@ class MemoryTool(ActionTool):
         )
 
     def _clear_all(self, params: Params) -> ToolReply:
+        if params.raw.get("confirm") is not True:
+            raise ToolInputError(
+                "clear_all deletes every memory of this user; send \"confirm\": true to go ahead"
+            )
         count = services.memories_clear(user=self.user)
         return ToolReply(True, f"🧽 已清空所有记忆 ({count} 条，仅限用户 {self.user_id})", {"deleted": count})
 

@@ -207,7 +207,8 @@ def test_forget_consolidate_and_summary_endpoints(api, user):
     assert api("post", "/memories/forget", {"strategy": "importance_based", "threshold": 0.1}).json() == {
         "forgotten": 1
     }
-    assert api("post", "/memories/consolidate", {}).json() == {"consolidated": [str(important.pk)]}
+    promoted = api("post", "/memories/consolidate", {"from_type": "working", "to_type": "episodic"}).json()
+    assert promoted == {"consolidated": [str(important.pk)]}
     summary = api("get", "/memories/summary").json()
     assert summary["ok"] is True
     assert summary["data"]["by_type"]["episodic"]["count"] == 1

@@ -185,7 +185,9 @@ def test_clear_all_clears_only_the_calling_user(tool):
     other = MemoryTool(user_id="someone_else")
     other.run({"action": "add", "content": "李四在北京", "memory_type": "semantic"})
     tool.run({"action": "add", "content": "张三在上海", "memory_type": "semantic"})
-    assert tool.run({"action": "clear_all"}).startswith("🧽 已清空所有记忆")
+    refused = tool.run({"action": "clear_all"})
+    assert '"confirm": true' in refused and Memory.objects.filter(user__username="user123").count() == 1
+    assert tool.run({"action": "clear_all", "confirm": True}).startswith("🧽 已清空所有记忆")
     assert Memory.objects.filter(user__username="user123").count() == 0
     assert Memory.objects.filter(user__username="someone_else").count() == 1
     assert Entity.objects.filter(user__username="someone_else").exists()

@@ -1,0 +1,183 @@
+"""Bad input on every write path gets a clear 4xx that names the rule, and stores nothing (issue 12)."""
+
+import json
+import time
+
+import pytest
+
+from agents.models import ChatMessage
+from core.limits import MAX_CHAT_MESSAGE_CHARS, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_SHORT_TEXT_CHARS
+from memories.entities import extract
+from memories.models import Memory
+
+pytestmark = pytest.mark.django_db
+
+LONE_SURROGATE = "\ud800"
+
+# (what is wrong, the create body, words the error must contain)
+BAD_MEMORIES = [
+    ("a lone surrogate in English content", {"content": f"Ana likes tea {LONE_SURROGATE}"}, "unicode"),
+    ("a lone surrogate in Chinese content", {"content": f"用户喜欢喝茶{LONE_SURROGATE}"}, "unicode"),
+    ("NUL in content", {"content": "Ana likes\x00 tea"}, "U+0000"),
+    ("NUL in Chinese content", {"content": "用户\x00喜欢喝茶"}, "U+0000"),
+    ("a control character", {"content": "Ana \x1b[31m likes tea"}, "U+001B"),
+    (
+        "a surrogate in a metadata value",
+        {"content": "tea", "metadata": {"source": LONE_SURROGATE}},
+        "metadata",
+    ),
+    ("a surrogate in a metadata key", {"content": "tea", "metadata": {LONE_SURROGATE: 1}}, "metadata"),
+    ("NUL in context", {"content": "用户喜欢喝茶", "context": "早上\x00"}, "context"),
+    ("content over its cap", {"content": "x" * (MAX_CONTENT_CHARS + 1)}, "100,000"),
+    ("context over its cap", {"content": "tea", "context": "长" * (MAX_SHORT_TEXT_CHARS + 1)}, "2,000"),
+    ("metadata over its cap", {"content": "tea", "metadata": {"blob": "y" * 20_000}}, "16,384"),
+    (
+        "metadata nested too deep",
+        {"content": "tea", "metadata": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}},
+        "deeper",
+    ),
+    ("too many tags", {"content": "tea", "tags": [f"t{i}" for i in range(101)]}, "at most 100"),
+    ("a tag over its cap", {"content": "tea", "participants": ["名" * 201]}, "participants[0]"),
+]
+
+
+@pytest.mark.parametrize(("case", "body", "expected"), BAD_MEMORIES, ids=[case[0] for case in BAD_MEMORIES])
+def test_a_bad_memory_is_422_naming_the_rule_and_nothing_is_stored(api, case, body, expected):
+    response = api("post", "/memories/", body)
+    assert response.status_code == 422, response.content
+    assert expected.replace(",", "") in response.content.decode().replace(",", ""), response.content
+    assert Memory.objects.count() == 0
+
+
+def test_a_bad_edit_is_422_and_the_memory_keeps_its_content(api):
+    memory_id = api("post", "/memories/", {"content": "用户喜欢喝茶"}).json()["id"]
+    response = api("patch", f"/memories/{memory_id}", {"content": f"用户喜欢喝咖啡{LONE_SURROGATE}"})
+    assert response.status_code == 422
+    response = api("patch", f"/memories/{memory_id}", {"metadata": {"note": "a\x00b"}})
+    assert response.status_code == 422
+    memory = api("get", f"/memories/{memory_id}").json()
+    assert (memory["content"], memory["metadata"]) == ("用户喜欢喝茶", {})
+
+
+def test_bulk_with_a_bad_field_names_its_item_and_stores_nothing(api):
+    items = [{"content": "Ana likes tea"}, {"content": "Kofi likes coffee", "tags": ["ok", "bad\x00"]}]
+    response = api("post", "/memories/bulk", {"items": items})
+    assert response.status_code == 422
+    assert "items[1]" in response.json()["detail"] and "tags[1]" in response.json()["detail"]
+    assert Memory.objects.count() == 0
+
+
+def test_bulk_import_keeps_every_episodic_field(api):
+    item = {
+        "content": "Team retro about the launch",
+        "memory_type": "episodic",
+        "context": "Friday afternoon",
+        "outcome": "ship on Monday",
+        "participants": ["Ana", "Kofi"],
+        "tags": ["launch", "复盘"],
+    }
+    [memory_id] = api("post", "/memories/bulk", {"items": [item]}).json()["ids"]
+    stored = api("get", f"/memories/{memory_id}").json()
+    assert {field: stored[field] for field in item} == item
+
+
+def test_the_memory_tool_refuses_bad_content_as_a_failed_reply(api):
+    for content in (f"用户喜欢{LONE_SURROGATE}", "x" * (MAX_CONTENT_CHARS + 1)):
+        reply = api("post", "/tools/memory", {"action": "add", "content": content}).json()
+        assert reply["ok"] is False and "content" in reply["text"]
+    assert Memory.objects.count() == 0
+
+
+def test_a_search_query_over_its_cap_is_refused_quickly_on_every_route(api, logged_in):
+    api("post", "/memories/", {"content": "Ana works at Acme", "memory_type": "semantic"})
+    huge = "Ana works at Acme and " * 50_000  # ~1 MB: once held a worker past gunicorn's timeout
+    started = time.perf_counter()
+    response = api("post", "/memories/search", {"query": huge})
+    assert response.status_code == 422
+    reply = api("post", "/tools/memory", {"action": "search", "query": huge}).json()
+    assert reply["ok"] is False and f"{MAX_QUERY_CHARS:,}" in reply["text"]
+    response = api("post", "/knowledge/search", {"query": huge})
+    assert response.status_code == 422 and str(MAX_QUERY_CHARS) in response.content.decode()
+    assert time.perf_counter() - started < 5
+    # At the cap a search still runs.
+    assert api("post", "/memories/search", {"query": "Acme " * (MAX_QUERY_CHARS // 5)}).status_code == 200
+
+
+def test_entity_extraction_reads_a_bounded_part_of_a_long_memory():
+    english = "Alice works with Bob on Mnemo in Berlin and likes Python " * 1_700  # 100,000 characters
+    chinese = "张三在北京工作李四是工程师" * 7_700
+    for text in (english, chinese):
+        started = time.perf_counter()
+        extraction = extract(text)
+        assert time.perf_counter() - started < 10
+        assert extraction.mentions  # the opening is still read
+
+
+def test_destructive_calls_need_an_explicit_body_and_run_nothing_without_one(api, user):
+    api("post", "/memories/", {"content": "用户喜欢喝茶", "importance": 0.05})
+    for body in ([None, None], {}, None):
+        assert api("post", "/memories/forget", body).status_code in (400, 422)
+        assert api("post", "/memories/consolidate", body).status_code in (400, 422)
+    reply = api("post", "/tools/memory", {"action": "clear_all"}).json()
+    assert reply["ok"] is False and "confirm" in reply["text"]
+    assert Memory.objects.count() == 1
+
+
+OUT_OF_RANGE = [
+    ("post", "/memories/forget", {"strategy": "time_based", "max_age_days": 1.79e308}),
+    ("post", "/memories/forget", {"strategy": "capacity_based", "max_capacity": 10**30}),
+    ("get", "/memories/?limit=100000000000000000000&offset=100000000000000000000", None),
+    ("get", "/memories/?offset=9223372036854775808", None),
+    ("get", "/sessions/?limit=100000000000000000000", None),
+    ("get", "/entities?offset=9223372036854775808", None),
+    ("get", "/documents?offset=9223372036854775808", None),
+    ("post", "/memories/", {"content": "Ana likes tea", "created_at": "9999-12-31T23:59:59Z"}),
+    ("post", "/memories/", {"content": "用户喜欢喝茶", "created_at": "0001-01-01T00:00:00Z"}),
+    ("post", "/memories/bulk", {"items": [{"content": "tea", "created_at": "9999-12-31T23:59:59Z"}]}),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), OUT_OF_RANGE, ids=[f"{m} {p} {b}"[:70] for m, p, b in OUT_OF_RANGE]
+)
+def test_numbers_and_dates_out_of_range_are_422_never_500(api, method, path, body):
+    api("post", "/memories/", {"content": "kept", "importance": 0.05})
+    response = api(method, path, body)
+    assert response.status_code == 422, response.content
+    assert Memory.objects.count() == 1
+
+
+def test_the_tool_refuses_out_of_range_numbers_and_dates(api):
+    for parameters in (
+        {"action": "forget", "strategy": "time_based", "max_age_days": 1e300},
+        {"action": "add", "content": "tea", "created_at": "9999-12-31T23:59:59"},
+    ):
+        reply = api("post", "/tools/memory", parameters).json()
+        assert reply["ok"] is False, reply
+
+
+def _chat(client, key, body):
+    return client.post(
+        "/v1/chat/completions",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+
+
+def test_the_chat_endpoint_caps_messages_and_stores_nothing_when_over(client, write_key):
+    too_long = {"messages": [{"role": "user", "content": "我" * (MAX_CHAT_MESSAGE_CHARS + 1)}]}
+    response = _chat(client, write_key, too_long)
+    assert response.status_code == 400 and "8,000" in response.json()["error"]["message"]
+    too_many = {"messages": [{"role": "user", "content": "hi"}] * 201}
+    assert "limit is 200" in _chat(client, write_key, too_many).json()["error"]["message"]
+    surrogate = {"messages": [{"role": "user", "content": f"hello {LONE_SURROGATE}"}]}
+    assert _chat(client, write_key, surrogate).status_code == 400
+    assert _chat(client, write_key, ["not", "an", "object"]).status_code == 400
+    assert (Memory.objects.count(), ChatMessage.objects.count()) == (0, 0)
+
+
+def test_a_read_only_key_cannot_chat_because_a_turn_writes(client, read_key):
+    response = _chat(client, read_key, {"messages": [{"role": "user", "content": "I live in Lisbon."}]})
+    assert response.status_code == 403 and "read-only" in response.json()["error"]["message"]
+    assert (Memory.objects.count(), ChatMessage.objects.count()) == (0, 0)
