@@ -14,7 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent
-from core.auth import authenticate_api_key
+from core.auth import TooManyKeyFailures, authenticate_request_key
 from core.limits import (
     MAX_CHAT_MESSAGE_CHARS,
     MAX_CHAT_MESSAGES,
@@ -38,15 +38,27 @@ def _key(request: HttpRequest):
         if header.startswith("Bearer ")
         else request.headers.get("X-API-Key", "")
     )
-    return authenticate_api_key(raw)
+    return authenticate_request_key(request, raw)
+
+
+def _unauthorized(request: HttpRequest):
+    """(key, None) for a good key, else (None, the error answer)."""
+    try:
+        api_key = _key(request)
+    except TooManyKeyFailures as exc:
+        return None, _error(429, str(exc), "rate_limit_error")
+    if api_key is None:
+        return None, _error(
+            401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
+        )
+    return api_key, None
 
 
 @require_GET
 def models(request: HttpRequest) -> JsonResponse:
-    if _key(request) is None:
-        return _error(
-            401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
-        )
+    _, refused = _unauthorized(request)
+    if refused:
+        return refused
     return JsonResponse(
         {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "mnemo"}]}
     )
@@ -55,11 +67,9 @@ def models(request: HttpRequest) -> JsonResponse:
 @csrf_exempt
 @require_POST
 def chat_completions(request: HttpRequest) -> HttpResponse:
-    api_key = _key(request)
-    if api_key is None:
-        return _error(
-            401, "Missing or invalid API key (Authorization: Bearer <key>).", "authentication_error"
-        )
+    api_key, refused = _unauthorized(request)
+    if refused:
+        return refused
     if not api_key.can_write:
         return _error(
             403,

@@ -4,6 +4,7 @@
 Edge store inside MNEMO_DATA_DIR, an in-process worker pool, the local offline embedders and no LLM.
 """
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -23,6 +24,10 @@ from core.embeddings import EmbeddingError, check_model_type
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+# Memories, uploads, the vector store and the secret key live here: only Mnemo's own user may look inside.
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+if DATA_DIR.stat().st_uid == os.getuid():
+    DATA_DIR.chmod(0o700)
 
 # --- Core -------------------------------------------------------------------------------------------------
 DEBUG = env_bool("MNEMO_DEBUG", False)
@@ -35,7 +40,6 @@ if not SECRET_KEY:
     else:
         from django.core.management.utils import get_random_secret_key
 
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
         SECRET_KEY = get_random_secret_key()
         _key_file.write_text(SECRET_KEY)
         _key_file.chmod(0o600)
@@ -104,7 +108,8 @@ if DATABASE_URL:
     except ValueError as exc:
         raise ConfigError(f"DATABASE_URL could not be parsed: {exc}") from None
 else:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    # Created owner-only before SQLite opens it; its WAL and shared-memory files take the same mode.
+    (DATA_DIR / "mnemo.sqlite3").touch(mode=0o600, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -177,10 +182,28 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Failed sign-ins and API keys are counted here (core.ratelimits). In-process memory serves the embedded
+# default's single server process; several workers need a cache they share: MNEMO_CACHE_URL=redis://...
+MNEMO_CACHE_URL = env_url("MNEMO_CACHE_URL", ("redis", "rediss"))
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": MNEMO_CACHE_URL}
+        if MNEMO_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SECURE = env_bool("MNEMO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Behind TLS: MNEMO_SSL_REDIRECT=1 sends plain HTTP to HTTPS; MNEMO_HSTS_SECONDS tells browsers to stay there
+# (start small: a browser keeps the promise for that long); MNEMO_TLS_PROXY=1 trusts the proxy's
+# X-Forwarded-Proto, which only a proxy that overwrites that header may be trusted with.
+SECURE_SSL_REDIRECT = env_bool("MNEMO_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("MNEMO_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MNEMO_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("MNEMO_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("MNEMO_TLS_PROXY", False) else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

@@ -3,7 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
+from core.forms import AdminSignInForm
+from core.views import SignInView
 from memories import graph_views
+
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("", include("core.urls")),
@@ -18,7 +22,7 @@ urlpatterns = [
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("console.urls")),
     path("", include("agents.urls")),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

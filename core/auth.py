@@ -7,6 +7,7 @@ from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.security import APIKeyHeader, HttpBearer
 
+from core import ratelimits
 from core.models import ApiKey
 
 # Writing last_used_at on every request would turn each read into a write; a minute's precision is enough.
@@ -28,16 +29,39 @@ def authenticate_api_key(raw_key: str) -> ApiKey | None:
     return api_key
 
 
+class TooManyKeyFailures(Exception):
+    """This address sent too many wrong keys (core.ratelimits); every key is refused until the window passes."""
+
+    message = "Too many requests with a wrong API key from this address. Wait a minute and try again."
+
+
+def authenticate_request_key(request: HttpRequest, raw_key: str) -> ApiKey | None:
+    """The key a request sends, with wrong keys counted per address; raises TooManyKeyFailures over the rate."""
+    if ratelimits.api_key_blocked(request):
+        raise TooManyKeyFailures(TooManyKeyFailures.message)
+    api_key = authenticate_api_key(raw_key)
+    if api_key is None and raw_key:
+        ratelimits.record_api_key_failure(request)
+    return api_key
+
+
+def _ninja_key(request: HttpRequest, raw_key: str) -> ApiKey | None:
+    try:
+        return authenticate_request_key(request, raw_key)
+    except TooManyKeyFailures as exc:
+        raise HttpError(429, str(exc)) from None
+
+
 class ApiKeyHeaderAuth(APIKeyHeader):
     param_name = "X-API-Key"
 
     def authenticate(self, request: HttpRequest, key: str | None) -> ApiKey | None:
-        return authenticate_api_key(key or "")
+        return _ninja_key(request, key or "")
 
 
 class BearerKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        return authenticate_api_key(token)
+        return _ninja_key(request, token)
 
 
 API_AUTH = [ApiKeyHeaderAuth(), BearerKeyAuth()]

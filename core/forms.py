@@ -1,8 +1,38 @@
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 
+from core import ratelimits
 from core.models import ApiKeyScope
 
 
 class ApiKeyForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What uses this key, e.g. “research agent”.")
     scope = forms.ChoiceField(choices=ApiKeyScope.choices, initial=ApiKeyScope.WRITE)
+
+
+class RateLimitedSignIn:
+    """Sign-in forms that refuse every attempt once this address or username failed too often (core.ratelimits)."""
+
+    blocked = False
+
+    def clean(self):
+        if ratelimits.sign_in_blocked(self.request):
+            self.blocked = True
+            raise forms.ValidationError(
+                "Too many failed sign-ins from here or for this username. Wait a minute and try again.",
+                code="rate_limited",
+            )
+        try:
+            return super().clean()
+        except forms.ValidationError:
+            ratelimits.record_sign_in_failure(self.request)
+            raise
+
+
+class SignInForm(RateLimitedSignIn, AuthenticationForm):
+    pass
+
+
+class AdminSignInForm(RateLimitedSignIn, AdminAuthenticationForm):
+    pass

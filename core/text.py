@@ -162,3 +162,13 @@ def sparse_document_vector(text: str) -> dict[int, float]:
 
 def sparse_query_vector(text: str) -> dict[int, float]:
     return {term_index(term): 1.0 for term in set(lexical_terms(text, for_query=True))}
+
+
+# An absolute path of two or more parts, not inside a URL ("http://host/a/b" stays).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.~-]+/)+[\w.~-]*")
+
+
+def without_paths(text: str) -> str:
+    """`text` with the server's file paths replaced by "<path>": error messages and the public health check
+    reach people who have no business knowing how the server's disk is laid out."""
+    return _ABSOLUTE_PATH.sub("<path>", text)

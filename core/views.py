@@ -1,11 +1,12 @@
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents.models import AgentSession
-from core.forms import ApiKeyForm
+from core.forms import ApiKeyForm, SignInForm
 from core.health import run_checks
 from core.models import ApiKey
 from core.services import api_key_create, api_key_revoke
@@ -62,3 +63,16 @@ def api_key_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return render(request, "core/api_keys.html#key-row", {"key": api_key})
     return redirect("api_keys")
+
+
+class SignInView(LoginView):
+    """Django's sign-in with core.forms.SignInForm; a refused attempt over the rate answers 429."""
+
+    form_class = SignInForm
+    redirect_authenticated_user = True
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.blocked:
+            response.status_code = 429
+        return response

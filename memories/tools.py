@@ -273,7 +273,7 @@ class MemoryTool(ActionTool):
     def _clear_all(self, params: Params) -> ToolReply:
         if params.raw.get("confirm") is not True:
             raise ToolInputError(
-                "clear_all deletes every memory of this user; send \"confirm\": true to go ahead"
+                'clear_all deletes every memory of this user; send "confirm": true to go ahead'
             )
         count = services.memories_clear(user=self.user)
         return ToolReply(True, f"🧽 已清空所有记忆 ({count} 条，仅限用户 {self.user_id})", {"deleted": count})

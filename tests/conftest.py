@@ -40,6 +40,14 @@ def isolated_vector_store(settings, tmp_path):
     stores.reset(embeddings=False)
 
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Failure counters live in the process's cache; each test starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="correct horse battery")

@@ -157,3 +157,46 @@ def test_create_api_key_command_prints_the_key_alone_on_the_last_line(user, clie
 def test_create_api_key_command_for_an_unknown_user_says_so():
     with pytest.raises(CommandError, match="No user named 'nobody'"):
         call_command("create_api_key", "nobody")
+
+
+def test_repeated_wrong_passwords_lock_the_username_even_for_the_right_one(client, user):
+    for _ in range(8):
+        client.post(reverse("login"), {"username": "alice", "password": "wrong guess"})
+    response = client.post(reverse("login"), {"username": "alice", "password": "correct horse battery"})
+    assert response.status_code == 429
+    assert "Too many failed sign-ins" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_admin_sign_in_is_rate_limited_too(client, django_user_model):
+    django_user_model.objects.create_superuser("root", password="admin pass 123")
+    for _ in range(8):
+        client.post("/admin/login/", {"username": "root", "password": "nope"})
+    response = client.post("/admin/login/", {"username": "root", "password": "admin pass 123"})
+    assert "Too many failed sign-ins" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_few_wrong_passwords_do_not_lock_anyone_out(client, user):
+    for _ in range(3):
+        client.post(reverse("login"), {"username": "alice", "password": "typo"})
+    response = client.post(reverse("login"), {"username": "alice", "password": "correct horse battery"})
+    assert response.status_code == 302
+
+
+def test_many_wrong_api_keys_from_one_address_are_429_on_the_api_and_the_openai_endpoint(client, write_key):
+    prefix = write_key.split(".")[0] if "." in write_key else write_key[:12]
+    for attempt in range(25):
+        client.get("/api/v1/me", HTTP_X_API_KEY=f"{prefix}.wrong{attempt}")
+    response = client.get("/api/v1/me", HTTP_X_API_KEY=write_key)
+    assert response.status_code == 429 and "wrong API key" in response.json()["detail"]
+    response = client.get("/v1/models", HTTP_AUTHORIZATION=f"Bearer {write_key}")
+    assert response.status_code == 429 and response.json()["error"]["type"] == "rate_limit_error"
+    # Another address is not affected.
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=write_key, REMOTE_ADDR="10.0.0.7").status_code == 200
+
+
+def test_requests_without_a_key_are_not_counted_as_failures(client, write_key):
+    for _ in range(30):
+        assert client.get("/api/v1/me").status_code == 401
+    assert client.get("/api/v1/me", HTTP_X_API_KEY=write_key).status_code == 200

@@ -39,6 +39,8 @@ def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
         ({"LLM_BASE_URL": "http://127.0.0.1:9/v1"}, "LLM_MODEL"),
         ({"CELERY_BROKER_URL": "localhost:6379"}, "CELERY_BROKER_URL"),
         ({"MNEMO_DEBUG": "maybe"}, "MNEMO_DEBUG"),
+        ({"MNEMO_HSTS_SECONDS": "forever"}, "MNEMO_HSTS_SECONDS"),
+        ({"MNEMO_CACHE_URL": "localhost:6379"}, "MNEMO_CACHE_URL"),
     ],
 )
 def test_a_malformed_setting_names_its_variable(tmp_path, env, named):
@@ -61,3 +63,38 @@ def test_the_embedded_defaults_need_no_configuration(tmp_path):
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "mnemo.sqlite3").exists()
     assert (tmp_path / "secret_key.txt").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "mnemo.sqlite3").stat().st_mode & 0o777 == 0o600
+    assert tmp_path.stat().st_mode & 0o777 == 0o700
+
+
+PRODUCTION = {
+    "MNEMO_SECRET_KEY": "a-long-random-secret-key-for-this-test-only-0123456789abcdefghijklmnop",
+    "MNEMO_ALLOWED_HOSTS": "mnemo.example.org",
+    "MNEMO_SECURE_COOKIES": "1",
+    "MNEMO_SSL_REDIRECT": "1",
+    "MNEMO_HSTS_SECONDS": "31536000",
+    "MNEMO_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "MNEMO_HSTS_PRELOAD": "1",
+    "MNEMO_TLS_PROXY": "1",
+}
+
+
+def test_check_deploy_is_clean_with_production_settings_from_the_environment(tmp_path):
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_the_production_settings_reach_django(tmp_path):
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS, s.SESSION_COOKIE_SECURE, s.SECURE_PROXY_SSL_HEADER)"
+    )
+    result = manage(tmp_path, "shell", "-c", code, **PRODUCTION)
+    assert result.stdout.splitlines()[-1].split() == [
+        "True",
+        "31536000",
+        "True",
+        "('HTTP_X_FORWARDED_PROTO',",
+        "'https')",
+    ]

@@ -58,3 +58,16 @@ def test_health_page_shows_the_same_report(logged_in, fresh_stores):
     for concern in CONCERNS:
         assert f'data-concern="{concern}"' in response.text
     assert "qdrant-edge (embedded)" in response.text
+
+
+def test_the_public_health_check_shows_no_server_paths(client, settings):
+    body = client.get("/api/v1/health").content.decode()
+    assert str(settings.DATA_DIR) not in body and str(settings.QDRANT_EDGE_PATH) not in body
+    assert "SQLite" in body  # still says what serves each concern
+
+
+def test_without_paths_keeps_urls_and_hides_file_paths():
+    from core.text import without_paths
+
+    message = "cannot open /tmp/mnemo-x1/upload/guide.pdf; Qdrant at http://127.0.0.1:6333/collections/m failed"
+    assert without_paths(message) == "cannot open <path>; Qdrant at http://127.0.0.1:6333/collections/m failed"

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from core.text import without_paths
+
 logger = logging.getLogger(__name__)
 
 # Extension (lower case, no dot) -> kind. The order is the order users read in the "supported are" message.
@@ -362,7 +364,7 @@ def _reason(exc: Exception) -> str:
     if "Password" in kind or "Encrypt" in kind:
         return "it is password-protected"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
-    return text[:200]
+    return without_paths(text)[:200]
 
 
 def _convert_text(data: bytes, kind: str, name: str) -> tuple[str, str, str]:
@@ -462,7 +464,7 @@ def _image_metadata(path: Path, kind: str, name: str) -> tuple[str, str]:
                 if isinstance(exif.get(tag), bytes):
                     fields[label] = _one_line(exif[tag].decode("utf-16-le", errors="ignore").rstrip("\x00"))
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ConversionError(f"This image is damaged: {name} could not be opened ({exc})") from exc
+        raise ConversionError(f"This image is damaged: {name} could not be opened ({_reason(exc)})") from exc
     lines = [f"{key}: {value}" for key, value in fields.items() if value]
     return "\n".join(lines), fields.get("Title", "")
 
