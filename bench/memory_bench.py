@@ -890,9 +890,11 @@ def _split(args: argparse.Namespace) -> None:
         return wrapper
 
     embedding_set = stores.embedding_set()
-    embedding_set.embed_query = timed("embed query (MiniLM + USE)", embedding_set.embed_query)
+    models = " + ".join(embedding_set.spaces)
+    embedding_set.embed_query = timed(f"embed query ({models})", embedding_set.embed_query)
     store = mirror.memory_store()
-    store.search = timed("vector store searches (2 dense + 1 sparse)", store.search)
+    searches = f"vector store searches ({len(embedding_set.spaces)} dense + 1 sparse)"
+    store.search = timed(searches, store.search)
     retrieval._graph_scores = timed("graph scores (entities in the query)", retrieval._graph_scores)
     retrieval._candidates = timed("candidates' ranking columns (SQL)", retrieval._candidates)
     retrieval._rows = timed("whole rows of the returned hits (SQL)", retrieval._rows)

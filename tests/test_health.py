@@ -69,5 +69,9 @@ def test_the_public_health_check_shows_no_server_paths(client, settings):
 def test_without_paths_keeps_urls_and_hides_file_paths():
     from core.text import without_paths
 
-    message = "cannot open /tmp/mnemo-x1/upload/guide.pdf; Qdrant at http://127.0.0.1:6333/collections/m failed"
-    assert without_paths(message) == "cannot open <path>; Qdrant at http://127.0.0.1:6333/collections/m failed"
+    message = (
+        "cannot open /tmp/mnemo-x1/upload/guide.pdf; Qdrant at http://127.0.0.1:6333/collections/m failed"
+    )
+    assert (
+        without_paths(message) == "cannot open <path>; Qdrant at http://127.0.0.1:6333/collections/m failed"
+    )

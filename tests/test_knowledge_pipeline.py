@@ -631,3 +631,28 @@ def test_an_office_file_whose_telling_members_come_late_is_judged_on_the_whole_a
     assert detect_kind(head, "late.docx") == "docx"  # a head alone cannot tell; the upload is given the doubt
     message = conversion_error(tmp_path, "late.docx", data.getvalue())
     assert message == "late.docx is named .docx but is really a ZIP archive; upload the original file"
+
+
+def _zip_bomb(members: dict[str, int]) -> bytes:
+    """A ZIP whose members are runs of zeros of the given sizes: tiny on disk, huge unpacked."""
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        for name, size in members.items():
+            with archive.open(name, "w") as member:
+                for _ in range(size // 2**20):
+                    member.write(bytes(2**20))
+    return data.getvalue()
+
+
+def test_an_office_file_that_would_unpack_past_the_limit_is_refused_before_unpacking(tmp_path):
+    bomb = _zip_bomb({"word/document.xml": 201 * 2**20})  # 201 MB of zeros, about 200 KB on disk
+    assert len(bomb) < 2**20
+    message = conversion_error(tmp_path, "report.docx", bomb)
+    assert message == "report.docx would unpack to 201 MB; the limit is 200 MB"
+
+
+def test_an_archive_with_too_many_members_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("knowledge.pipeline.convert.MAX_ARCHIVE_MEMBERS", 10)
+    many = _zip_bomb({f"word/media/image{i}.png": 0 for i in range(20)})
+    assert "holds 21 files inside; the limit is 10" in conversion_error(tmp_path, "slides.pptx", many)

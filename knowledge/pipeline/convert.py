@@ -53,6 +53,10 @@ IMAGE_KINDS = frozenset({"png", "jpeg", "gif", "webp"})
 ZIP_KINDS = frozenset({"docx", "xlsx", "pptx", "epub"})
 
 HEAD_BYTES = 64 * 1024  # how much of a file detect_kind needs to see
+# Office files and EPUBs are ZIP archives: a 1 MB upload once unpacked to 7.2 GB in memory. Their declared
+# sizes are read before anything is unpacked; real documents stay far below these.
+MAX_UNPACKED_BYTES = 200 * 1024 * 1024
+MAX_ARCHIVE_MEMBERS = 5_000
 MAX_NAME_CHARS = 100
 _MAX_NAME_BYTES = 240  # most filesystems allow 255 bytes per name; a Chinese character takes 3 in UTF-8
 
@@ -240,12 +244,23 @@ def _zip_names_in_head(head: bytes) -> list[str]:
     return names
 
 
-def _zip_names(path: Path) -> list[str] | None:
+def _zip_names(path: Path, name: str) -> list[str] | None:
+    """The archive's member names, once its size and member count are within the limits."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return archive.namelist()
+            members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return None  # damaged: judge by the local headers, the converter will report the damage
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise ConversionError(
+            f"{name} holds {len(members):,} files inside; the limit is {MAX_ARCHIVE_MEMBERS:,}"
+        )
+    unpacked = sum(member.file_size for member in members)
+    if unpacked > MAX_UNPACKED_BYTES:
+        raise ConversionError(
+            f"{name} would unpack to {unpacked / 2**20:,.0f} MB; the limit is {MAX_UNPACKED_BYTES // 2**20} MB"
+        )
+    return [member.filename for member in members]
 
 
 _TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")
@@ -292,7 +307,7 @@ def convert_to_markdown(
     name = safe_filename(filename)
     with path.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
-    zip_names = _zip_names(path) if head[:2] == b"PK" else None
+    zip_names = _zip_names(path, name) if head[:2] == b"PK" else None
     kind = _detect(head, name, zip_names)
     llm = {"llm_client": llm_client} if llm_client is not None else {}
     if llm_model is not None:
