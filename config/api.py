@@ -18,7 +18,55 @@ class UnicodeJSONRenderer(JSONRenderer):
     json_dumps_params = {"ensure_ascii": False}
 
 
-api = NinjaAPI(
+ERROR_SCHEMA = {
+    "title": "Error",
+    "type": "object",
+    "properties": {
+        "detail": {
+            "description": "What went wrong: a sentence, or for 422 the list of invalid fields.",
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}],
+        }
+    },
+    "required": ["detail"],
+}
+
+
+def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
+    """The error statuses an operation can answer, from what it takes; the handlers below produce them."""
+    statuses = {}
+    if operation.get("security"):
+        statuses |= {"401": "Missing or invalid API key", "429": "Too many wrong API keys from this address"}
+    if operation.get("parameters") or operation.get("requestBody"):
+        statuses |= {
+            "400": "The body could not be parsed",
+            "422": "A field is missing, malformed or over its limit",
+        }
+    if "{" in path or operation.get("requestBody"):
+        statuses["404"] = "Not found among this key's owner's data"
+    if method != "get":
+        statuses["403"] = "This API key is read-only"
+    body = operation.get("requestBody", {}).get("content", {})
+    if "multipart/form-data" in body:
+        statuses |= {"413": "The file is over MNEMO_MAX_UPLOAD_MB", "415": "The file type is not supported"}
+    if path.endswith(("/retry", "/cancel")):
+        statuses["409"] = "The document is not in a state that allows this"
+    return statuses
+
+
+class MnemoAPI(NinjaAPI):
+    def get_openapi_schema(self, *args, **kwargs):
+        """Ninja documents each operation's success; this adds the errors every client must handle."""
+        schema = super().get_openapi_schema(*args, **kwargs)
+        schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                for status, description in error_statuses(path, method, operation).items():
+                    operation["responses"].setdefault(status, {"description": description, "content": error})
+        return schema
+
+
+api = MnemoAPI(
     renderer=UnicodeJSONRenderer(),
     title="Mnemo API",
     version="1",

@@ -8,6 +8,8 @@ from core.views import SignInView
 from memories import graph_views
 
 admin.site.login_form = AdminSignInForm
+handler404 = "core.views.not_found"
+handler500 = "core.views.server_error"
 
 urlpatterns = [
     path("", include("core.urls")),

@@ -1,9 +1,11 @@
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.defaults import page_not_found
+from django.views.defaults import server_error as django_server_error
 
 from agents.models import AgentSession
 from core.forms import ApiKeyForm, SignInForm
@@ -76,3 +78,20 @@ class SignInView(LoginView):
         if form.blocked:
             response.status_code = 429
         return response
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith(("/api/", "/v1/"))
+
+
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """A URL no route matches: JSON for API clients (an id that is not a UUID lands here), the page otherwise."""
+    if _is_api(request):
+        return JsonResponse({"detail": "Not found: no API route matches this path."}, status=404)
+    return page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse({"detail": "The server failed on this request; the error is logged."}, status=500)
+    return django_server_error(request)

@@ -200,3 +200,9 @@ def test_requests_without_a_key_are_not_counted_as_failures(client, write_key):
     for _ in range(30):
         assert client.get("/api/v1/me").status_code == 401
     assert client.get("/api/v1/me", HTTP_X_API_KEY=write_key).status_code == 200
+
+
+def test_an_api_path_no_route_matches_is_a_json_404(client, write_key):
+    response = client.delete("/api/v1/documents/not-a-uuid", HTTP_X_API_KEY=write_key)
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert client.get("/no-such-page/").status_code == 404
