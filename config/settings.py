@@ -169,8 +169,11 @@ MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 # Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
 # often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
 MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
+# Documents a killed worker left half-ingested are looked for this often (knowledge.services.STALLED_AFTER).
+MNEMO_RESUME_SWEEP_SECONDS = 60.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+    "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
 }
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------

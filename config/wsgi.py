@@ -1,10 +1,24 @@
 import os
+from datetime import timedelta
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
-from core.dispatch import start_background_work  # noqa: E402 - needs the app loaded
+# The rest needs the apps loaded.
+from django.conf import settings  # noqa: E402
 
-start_background_work()
+from core.dispatch import start_background_work  # noqa: E402
+from knowledge.services import documents_resume_stalled  # noqa: E402
+from knowledge.tasks import resume_stalled_documents  # noqa: E402
+from memories.tasks import sync_unsynced_memories  # noqa: E402
+
+start_background_work(
+    periodic=[
+        (sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS),
+        (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
+    ],
+    # This process's pool is new: a document still active was left by the process before it.
+    at_start=[lambda: documents_resume_stalled(stalled_after=timedelta(0))],
+)

@@ -7,6 +7,7 @@ retries failures with exponential backoff itself, because eager Celery retries w
 
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import Any
@@ -99,17 +100,23 @@ def start_periodic(task: Task, every_seconds: float) -> threading.Event:
     return stop
 
 
-def start_background_work() -> None:
-    """In the serving process on embedded defaults, re-mirror rows other processes could not (the store is ours).
+def start_background_work(
+    periodic: Sequence[tuple[Task, float]], at_start: Sequence[Callable[[], Any]] = ()
+) -> None:
+    """In the serving process on embedded defaults: run `at_start` once, then each task at its interval.
 
-    With Celery, `celery -A config beat` runs the same sweep (settings.CELERY_BEAT_SCHEDULE), so nothing is
-    started here.
+    With Celery, `celery -A config beat` runs the periodic tasks (settings.CELERY_BEAT_SCHEDULE) and the workers'
+    late acknowledgement redelivers what a killed worker held, so nothing is started here.
     """
     if uses_celery() or settings.MNEMO_TASKS_EAGER:
         return
-    from memories.tasks import sync_unsynced_memories
-
-    start_periodic(sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS)
+    for job in at_start:
+        try:
+            job()
+        except Exception:  # start-up goes on; the periodic round tries again
+            logger.exception("start-up job %s failed", getattr(job, "__name__", job))
+    for task, every_seconds in periodic:
+        start_periodic(task, every_seconds)
 
 
 def worker_description() -> str:

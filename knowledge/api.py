@@ -214,9 +214,11 @@ def delete_document(request: HttpRequest, document_id: UUID):
 @router.post(
     "/documents/{uuid:document_id}/retry",
     response=StatusOut,
-    summary="Ingest a failed or cancelled document again",
+    summary="Ingest a failed, cancelled or stalled document again",
 )
 def retry_document(request: HttpRequest, document_id: UUID):
+    """Stalled: still queued or in progress, but untouched for 15 minutes (its worker was killed). Such documents
+    are also resumed on their own: when the server starts on the embedded default, and by the periodic sweep."""
     require_write(request)
     return services.document_retry(document=_document(request, document_id))
 

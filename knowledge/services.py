@@ -10,6 +10,7 @@ import logging
 import re
 import tempfile
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -45,6 +46,9 @@ ACTIVE_STATES = (
     DocumentStatus.CHUNKING,
     DocumentStatus.EMBEDDING,
 )
+# Ingestion touches its row at every step and embedding batch; an active document whose row has not moved for
+# this long has no worker any more (the process was killed or crashed) and is started again.
+STALLED_AFTER = timedelta(minutes=15)
 
 
 class KnowledgeError(ValueError):
@@ -127,7 +131,7 @@ def document_create(
     sha256 = digest.hexdigest()
     existing = Document.objects.filter(user=user, namespace=namespace, sha256=sha256).first()
     if existing is not None:
-        if existing.status in (DocumentStatus.FAILED, DocumentStatus.CANCELLED):
+        if existing.status in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) or is_stalled(existing):
             document_retry(document=existing, background=background)
         return Accepted(existing, created=False)
     file.seek(0)
@@ -184,15 +188,42 @@ def _start(document: Document, background: bool) -> None:
         transaction.on_commit(lambda: ingest(str(document.pk)))
 
 
+def is_stalled(document: Document) -> bool:
+    return document.status in ACTIVE_STATES and timezone.now() - document.updated_at >= STALLED_AFTER
+
+
 def document_retry(*, document: Document, background: bool = True) -> Document:
-    if document.status not in (DocumentStatus.FAILED, DocumentStatus.CANCELLED):
-        raise KnowledgeError(
-            f"only failed or cancelled documents can be retried (this one is {document.status})", 409
-        )
-    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.QUEUED, progress=0, error="")
+    """Start a failed, cancelled or stalled document again."""
+    if document.status not in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) and not is_stalled(document):
+        why = f"this one is {document.status}"
+        if document.status in ACTIVE_STATES:
+            why += f" and still moving; one that stops for {STALLED_AFTER.seconds // 60} minutes is stalled"
+        raise KnowledgeError(f"only failed, cancelled or stalled documents can be retried ({why})", 409)
+    Document.objects.filter(pk=document.pk).update(
+        status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
+    )
     _start(document, background)
     document.refresh_from_db()
     return document
+
+
+def documents_resume_stalled(*, stalled_after: timedelta = STALLED_AFTER) -> list[str]:
+    """Start again every document a killed or crashed worker left in an active state; their ids.
+
+    The serving process calls it at start-up with no delay on the embedded default (its in-process pool is new,
+    so nothing can still be working on them), and every sweep with STALLED_AFTER.
+    """
+    cutoff = timezone.now() - stalled_after
+    resumed = []
+    for document in Document.objects.filter(status__in=ACTIVE_STATES, updated_at__lte=cutoff):
+        claimed = Document.objects.filter(
+            pk=document.pk, status__in=ACTIVE_STATES, updated_at__lte=cutoff
+        ).update(status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now())
+        if claimed:  # another sweep did not take it meanwhile
+            logger.warning("resuming document %s, left %s by a stopped worker", document.pk, document.status)
+            _start(document, background=True)
+            resumed.append(str(document.pk))
+    return resumed
 
 
 def document_cancel(*, document: Document) -> Document:
@@ -233,7 +264,9 @@ def _remove_vectors(document: Document) -> None:
 def _set(document_id: str, **fields) -> None:
     """Update the document's progress unless the user cancelled it meanwhile."""
     updated = (
-        Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(**fields)
+        Document.objects.filter(pk=document_id)
+        .exclude(status=DocumentStatus.CANCELLED)
+        .update(**fields, updated_at=timezone.now())  # the heartbeat is_stalled reads
     )
     if not updated:
         raise Cancelled

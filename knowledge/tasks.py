@@ -17,3 +17,11 @@ def sync_chunk(chunk_id: str) -> str:
 
     sync_chunks([chunk_id])
     return "synced"
+
+
+@shared_task(name="knowledge.resume_stalled")
+def resume_stalled_documents() -> int:
+    """Start again the documents a stopped worker left in an active state (knowledge.services.STALLED_AFTER)."""
+    from knowledge.services import documents_resume_stalled
+
+    return len(documents_resume_stalled())

@@ -1,6 +1,5 @@
 import json
 import os
-import socket
 import subprocess
 from pathlib import Path
 
@@ -85,12 +84,6 @@ def write_key(user) -> str:
 @pytest.fixture
 def read_key(user) -> str:
     return api_key_create(user=user, name="reader", scope="read")[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 
 from core import dispatch
 from core.tasks import ping, write_marker
-from tests.conftest import free_port
+from tests.served import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.celery

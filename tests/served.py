@@ -1,0 +1,98 @@
+"""Mnemo served as `make run` serves it: gunicorn on the embedded defaults, in its own data folder."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServedInstance:
+    def __init__(self, data_dir: Path):
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_", "NEO4J_", "LLM_"))
+        }
+        self.env.update(MNEMO_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings")
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server: subprocess.Popen | None = None
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def set_up(self, username: str) -> str:
+        """Migrate, add `username` and return a write key of theirs."""
+        self.manage("migrate", "-v", "0")
+        self.manage(
+            "shell",
+            "-c",
+            f"from django.contrib.auth.models import User; User.objects.create_user({username!r})",
+        )
+        return self.manage("create_api_key", username, "--name", "tests").strip().splitlines()[-1]
+
+    def start(self) -> None:
+        self.server = subprocess.Popen(
+            [
+                str(BIN / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.data_dir / "gunicorn.log").open("ab"),  # read it when a test fails
+            start_new_session=True,  # its own process group, so kill() reaches the worker too
+        )
+        for _ in range(240):
+            if self.server.poll() is not None:
+                raise RuntimeError(f"gunicorn exited; see {self.data_dir / 'gunicorn.log'}")
+            try:
+                httpx.get(f"{self.url}/api/v1/health", timeout=10)
+                return
+            except httpx.TransportError:
+                time.sleep(0.5)
+        raise RuntimeError("gunicorn did not start answering")
+
+    def kill(self) -> None:
+        """SIGKILL the server and its worker: nothing gets to clean up, as in a crash."""
+        os.killpg(self.server.pid, signal.SIGKILL)
+        self.server.wait(timeout=30)
+        for _ in range(100):  # the worker, not our child, may hold the listening socket a moment longer
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                time.sleep(0.1)
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        if self.server and self.server.poll() is None:
+            self.server.terminate()
+            self.server.wait(timeout=30)
