@@ -7,6 +7,7 @@ retries failures with exponential backoff itself, because eager Celery retries w
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
@@ -23,6 +24,11 @@ _pool_lock = threading.Lock()
 _pending: set[Future] = set()
 LOCAL_MAX_RETRIES = 6
 LOCAL_BACKOFF_SECONDS = 2.0
+# A task is asked for after its write committed. When the broker cannot take it, the write still stands and the
+# task is left to the sweeps (mirror sweep, stalled documents) instead of failing the request; the broker is
+# then not tried again for this long, so an outage costs one request a connection timeout, not every request.
+BROKER_RETRY_SECONDS = 30.0
+_broker_down_until = 0.0
 
 
 def uses_celery() -> bool:
@@ -61,7 +67,7 @@ def _run_locally(task: Task, args: tuple, kwargs: dict, attempt: int = 0) -> Any
 def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
     """Start `task` in the background now (Celery AsyncResult, or a Future from the local pool)."""
     if uses_celery():
-        return task.apply_async(args=args, kwargs=kwargs)
+        return _send(task, args, kwargs)
     if settings.MNEMO_TASKS_EAGER:
         # Tests: run in the caller's thread, which sees the test transaction's uncommitted rows.
         future: Future = Future()
@@ -75,6 +81,21 @@ def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
     _pending.add(future)
     future.add_done_callback(_pending.discard)
     return future
+
+
+def _send(task: Task, args: tuple, kwargs: dict) -> Any:
+    """The task to the broker, or None (and a warning) while the broker is unreachable."""
+    global _broker_down_until
+    if time.monotonic() < _broker_down_until:
+        logger.warning("broker still unreachable: %s left for the sweep", task.name)
+        return None
+    try:
+        # No publish retries: kombu's default spends ~20 s on them while the request waits.
+        return task.apply_async(args=args, kwargs=kwargs, retry=False)
+    except Exception as exc:  # kombu's OperationalError and socket errors alike mean "not sent"
+        _broker_down_until = time.monotonic() + BROKER_RETRY_SECONDS
+        logger.warning("broker unreachable (%s): %s left for the sweep", exc, task.name)
+        return None
 
 
 def dispatch_on_commit(task: Task, *args: Any, **kwargs: Any) -> None:

@@ -4,7 +4,10 @@ Opening lazily matters in embedded mode: the embedded vector store allows one op
 serves requests (or runs the worker pool) should take it, not every management command that imports settings.
 """
 
+import logging
 import threading
+import time
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -15,7 +18,14 @@ if TYPE_CHECKING:  # the backends import heavy libraries: load them on first use
     from core.graph import GraphStore
     from core.vectorstore import VectorStore
 
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
+
+# Once the graph server fails, reads go to the SQL graph (the Entity/Relation tables it mirrors) for this long
+# before the server is tried again: an outage costs one request its timeout, not every request.
+GRAPH_RETRY_SECONDS = 30.0
+GRAPH_FALLBACK_NOTICE = "The graph server is unreachable; graph links come from the database meanwhile."
+_graph_down_until = 0.0
 
 
 def vector_store() -> "VectorStore":
@@ -49,6 +59,25 @@ def graph_store() -> "GraphStore":
     return SqlGraphStore()
 
 
+def read_graph[T](read: Callable[["GraphStore"], T]) -> tuple[T, str]:
+    """`read` on the configured graph store, or on the SQL graph while that store is unreachable; and a notice
+    for the user when the fallback answered."""
+    global _graph_down_until
+    from core.graph.base import GraphStoreUnavailable
+    from core.graph.sql import SqlGraphStore
+
+    primary = graph_store()
+    if isinstance(primary, SqlGraphStore):
+        return read(primary), ""
+    if time.monotonic() >= _graph_down_until:
+        try:
+            return read(primary), ""
+        except GraphStoreUnavailable as exc:
+            logger.warning("graph reads fall back to SQL for %.0f s: %s", GRAPH_RETRY_SECONDS, exc)
+            _graph_down_until = time.monotonic() + GRAPH_RETRY_SECONDS
+    return read(SqlGraphStore()), GRAPH_FALLBACK_NOTICE
+
+
 @cache
 def embedding_set() -> "EmbeddingSet":
     from core.embeddings import build_embedding_set
@@ -63,7 +92,9 @@ def embedding_set() -> "EmbeddingSet":
 
 def reset(*, embeddings: bool = True) -> None:
     """Close and forget the handles (tests that switch settings, and shutdown); models are costly to reload."""
+    global _graph_down_until
     with _lock:
+        _graph_down_until = 0.0
         for opener in (_vector_store, graph_store):
             if opener.cache_info().currsize:
                 opener().close()

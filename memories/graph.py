@@ -132,7 +132,9 @@ def neighbourhood(
     *, user: AbstractBaseUser, entity: Entity, depth: int = 1, limit: int = 300
 ) -> Neighbourhood:
     # One more than asked for tells whether some were left out.
-    found = stores.graph_store().neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit + 1)
+    found, _ = stores.read_graph(
+        lambda graph: graph.neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit + 1)
+    )
     hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
     entities = owned_by_pk(
         Entity.objects.order_by(), user, hops

@@ -147,7 +147,7 @@ def search_memories(
         notice = f"The vector store is unavailable ({exc}); results come from a plain text match."
     relevance_by_id, evidence = fused.relevance, fused.evidence
 
-    graph = _graph_scores(user, query)
+    graph, graph_notice = _graph_scores(user, query)
     candidates = _candidates(
         user, set(relevance_by_id) | set(graph), memory_types, min_importance, session, time_range, now
     )
@@ -175,7 +175,7 @@ def search_memories(
     hits = [
         MemoryHit(rows[memory_id], score, scores) for score, memory_id, scores in ranked if memory_id in rows
     ]
-    return SearchResult(hits, notice)
+    return SearchResult(hits, " ".join(text for text in (notice, graph_notice) if text))
 
 
 @dataclass(frozen=True)
@@ -223,23 +223,27 @@ def _importance_weight(importance: float) -> float:
     return 1 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * importance_weight(importance) / importance_weight(1.0)
 
 
-def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
-    """Memories linked to entities named in the query or to their neighbours within two hops.
+def _graph_scores(user: AbstractBaseUser, query: str) -> tuple[dict[str, float], str]:
+    """Memories linked to entities named in the query or to their neighbours within two hops, and a notice
+    when the graph server could not answer.
 
     A link counts by hops (GRAPH_HOP_SCORES) times the entity's specificity, log(1 + N/n) / log(1 + N) for an
     entity linked to n of the user's N memories: 1 for an entity on one memory, log 2 / log(1 + N) for one on
     every memory (0.1 at 1,000 memories), so the user's own name no longer lifts them all.
     """
     if not Entity.objects.filter(user=user).exists():
-        return {}  # nothing to link to: skip extraction (spaCy NER costs ~9 ms per English query)
+        return {}, ""  # nothing to link to: skip extraction (spaCy NER costs ~9 ms per English query)
     keys = [mention.key for mention in extract_mentions(query)]
     if not keys:
-        return {}
+        return {}, ""
     start = {str(pk) for pk in Entity.objects.filter(user=user, key__in=keys).values_list("pk", flat=True)}
     if not start:
-        return {}
+        return {}, ""
     distance = dict.fromkeys(start, 0)
-    for neighbor in stores.graph_store().neighbors(str(user.pk), sorted(start), depth=GRAPH_DEPTH):
+    neighbors, notice = stores.read_graph(
+        lambda graph: graph.neighbors(str(user.pk), sorted(start), depth=GRAPH_DEPTH)
+    )
+    for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
     links = list(
         MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user).values_list(
@@ -254,7 +258,7 @@ def _graph_scores(user: AbstractBaseUser, query: str) -> dict[str, float]:
             counts.get(entity_id, 1), memories
         )
         scores[str(memory_id)] = max(scores.get(str(memory_id), 0.0), score)
-    return {memory_id: score for memory_id, score in scores.items() if score > 0}
+    return {memory_id: score for memory_id, score in scores.items() if score > 0}, notice
 
 
 def _specificity(linked: int, memories: int) -> float:

@@ -39,6 +39,15 @@ def isolated_vector_store(settings, tmp_path):
     stores.reset(embeddings=False)
 
 
+def forget_broker_connections(app) -> None:
+    """Drop the Celery app's cached connection pools and result backend, which keep the URLs they were made
+    with: a test that changes app.conf.broker_url or result_backend needs new ones."""
+    app._pool = None
+    app.amqp._producer_pool = None
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)
+
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """Failure counters live in the process's cache; each test starts with none."""

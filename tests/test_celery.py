@@ -12,6 +12,7 @@ import pytest
 
 from core import dispatch
 from core.tasks import ping, write_marker
+from tests.conftest import forget_broker_connections
 from tests.served import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ def redis_url(tmp_path_factory):
         ],
         stdout=subprocess.DEVNULL,
     )
-    for _ in range(100):
+    for _ in range(300):
         if (
             subprocess.run(
                 ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
@@ -48,7 +49,10 @@ def redis_url(tmp_path_factory):
             == "PONG"
         ):
             break
-        time.sleep(0.05)
+        assert server.poll() is None, f"redis-server exited ({server.returncode}) before answering on {port}"
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"redis-server did not answer PING on port {port} within 30 s")
     yield f"redis://127.0.0.1:{port}/0"
     server.terminate()
     server.wait(timeout=10)
@@ -98,6 +102,8 @@ def celery_settings(settings, redis_url):
     settings.CELERY_BROKER_URL = redis_url
     app.conf.broker_url = redis_url
     app.conf.result_backend = redis_url
+    dispatch._broker_down_until = 0.0  # no outage carried over from another test
+    forget_broker_connections(app)
     yield
     app.conf.broker_url = None
     app.conf.result_backend = None

@@ -115,3 +115,35 @@ def test_periodic_work_runs_on_the_local_pool(settings, monkeypatch):
         assert ticks.wait(5)
     finally:
         stop.set()
+
+
+@pytest.mark.django_db
+def test_with_the_broker_down_writes_answer_201_and_only_the_first_waits(
+    api, settings, django_capture_on_commit_callbacks
+):
+    import time
+
+    from config.celery import app
+    from memories.models import Memory
+    from tests.conftest import forget_broker_connections
+    from tests.served import free_port
+
+    closed = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings.CELERY_BROKER_URL = closed
+    settings.MNEMO_TASKS_EAGER = False
+    app.conf.broker_url = closed
+    dispatch._broker_down_until = 0.0
+    try:
+        timings = []
+        for content in ("Ana works at Acme", "用户住在上海"):
+            started = time.perf_counter()
+            with django_capture_on_commit_callbacks(execute=True):
+                response = api("post", "/memories/", {"content": content, "memory_type": "semantic"})
+            timings.append(time.perf_counter() - started)
+            assert response.status_code == 201, response.content
+        assert Memory.objects.count() == 2
+        assert timings[0] < 10 and timings[1] < 1.5  # the breaker: no second wait on the dead broker
+    finally:
+        app.conf.broker_url = None
+        dispatch._broker_down_until = 0.0
+        forget_broker_connections(app)

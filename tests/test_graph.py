@@ -108,3 +108,28 @@ class TestNeo4jStore:
         ids = self._chain(store, self.users[0], ["p", "q", "r"])
         store.delete_entity(ids[1])
         assert store.neighbors(self.users[0], [ids[0]], depth=3) == []
+
+
+@pytest.mark.django_db
+def test_with_neo4j_down_search_and_neighbours_answer_from_the_database_with_a_notice(api, settings, user):
+    import time
+
+    from core import stores
+
+    for content in ("李四是前端工程师，擅长React", "张三在北京工作", "李四喜欢周末爬山"):
+        api("post", "/memories/", {"content": content, "memory_type": "semantic"})
+    settings.NEO4J_URI = "bolt://127.0.0.1:9"  # a closed port: nothing answers there
+    stores.reset(embeddings=False)
+    try:
+        response = api("post", "/memories/search", {"query": "李四擅长什么？"})
+        assert response.status_code == 200
+        body = response.json()
+        assert "graph server is unreachable" in body["notice"]
+        assert any(hit["scores"]["graph"] > 0 for hit in body["results"])  # the links still count
+        started = time.perf_counter()
+        assert api("post", "/memories/search", {"query": "李四住哪？"}).status_code == 200
+        assert time.perf_counter() - started < 2  # the breaker: no second wait on the dead server
+        entity = Entity.objects.get(user=user, name="李四")
+        assert api("get", f"/entities/{entity.pk}/neighbors").status_code == 200
+    finally:
+        stores.reset(embeddings=False)

@@ -33,7 +33,11 @@ class Neo4jGraphStore(GraphStore):
         self.uri = uri
         self.database = database
         self.driver = GraphDatabase.driver(
-            uri, auth=auth, connection_timeout=5.0, max_transaction_retry_time=5.0
+            # Seconds, not the driver's minutes: core.stores.read_graph falls back to SQL when this runs out.
+            uri,
+            auth=auth,
+            connection_timeout=3.0,
+            max_transaction_retry_time=3.0,
         )
         self._schema_ready = False
 
