@@ -111,6 +111,8 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         return response
     result = next(event["result"] for event in turn if event["type"] == "done")
     message = result.message
+    if message.error:  # the turn is kept in the session with its error; the client learns it failed
+        return _error(502, f"The language model failed: {message.error}", "api_error")
     return JsonResponse(
         {
             "id": completion_id,

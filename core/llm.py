@@ -36,7 +36,8 @@ class Completion:
 
 
 class LLMClient:
-    def __init__(self, base_url: str, api_key: str, model: str, timeout: float, max_retries: int = 2):
+    # One retry, not the SDK's two: a hanging provider holds a request thread for (1 + retries) × LLM_TIMEOUT.
+    def __init__(self, base_url: str, api_key: str, model: str, timeout: float, max_retries: int = 1):
         from openai import OpenAI
 
         self.base_url = base_url

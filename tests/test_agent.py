@@ -1,7 +1,7 @@
 """The chat agent through the real HTTP path: the official `openai` client → Mnemo → a scripted LLM server."""
 
 import pytest
-from openai import OpenAI
+from openai import APIStatusError, OpenAI
 
 from agents.models import ChatMessage
 from memories.models import Memory
@@ -53,17 +53,26 @@ def test_models_lists_the_agent_and_needs_a_key(mnemo, live_server):
     assert getattr(error.value, "status_code", None) == 401
 
 
-def test_a_provider_timeout_ends_in_a_clear_message(fake_llm, mnemo, settings):
+def test_a_provider_timeout_is_a_502_with_a_clear_message(fake_llm, mnemo, settings):
     settings.LLM_TIMEOUT = 1
     fake_llm.mode = "slow"
-    answer = ask(mnemo, "Hello there", "s-timeout")
-    assert "The language model failed" in answer and "timed out" in answer
+    with pytest.raises(APIStatusError) as failed:
+        ask(mnemo, "Hello there", "s-timeout")
+    assert failed.value.status_code == 502
+    assert "The language model failed" in failed.value.message and "timed out" in failed.value.message
     assert "timed out" in ChatMessage.objects.filter(role="assistant").first().error
 
 
-def test_a_provider_error_ends_in_a_clear_message(fake_llm, mnemo):
+def test_a_provider_error_is_a_502_with_a_clear_message(fake_llm, mnemo):
     fake_llm.mode = "error"
-    answer = ask(mnemo, "Hello there", "s-error")
+    with pytest.raises(APIStatusError) as failed:
+        ask(mnemo, "Hello there", "s-error")
+    assert failed.value.status_code == 502 and "500" in failed.value.message
+
+
+def test_a_provider_error_while_streaming_ends_in_a_clear_message(fake_llm, mnemo):
+    fake_llm.mode = "error"  # the status is sent before the model is asked, so the stream says it
+    answer = ask(mnemo, "Hello there", "s-error-stream", stream=True)
     assert "The language model failed" in answer and "500" in answer
 
 
