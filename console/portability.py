@@ -1,0 +1,187 @@
+"""One user's data as one archive, and back: `manage.py export_user` / `import_user`.
+
+The archive is a ZIP of `manifest.json`, `data.jsonl` (Django's JSON-lines serializer, rows in dependency order,
+users by username) and `files/` (uploaded documents and perceptual files under their stored names). It holds
+memories with every field, their edit history and access log, sessions with chat messages, entities, links and
+relations, documents with their original files and chunks, golden questions and evaluation runs. API keys stay
+behind: their secrets are not the user's to carry, so edits and accesses made through a key keep no key.
+
+Vectors are not in the archive: the import writes rows as they were and then mirrors them, as resync_mirrors does.
+"""
+
+import datetime
+import json
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import serializers
+from django.core.files.base import ContentFile
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import AgentSession, ChatMessage
+from console.models import EvaluationRun, GoldenQuestion
+from knowledge.models import Chunk, Document
+from knowledge.services import sync_chunks
+from memories import mirror
+from memories.graph import mirror_entity, mirror_relation
+from memories.models import Entity, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+
+FORMAT = "mnemo-user-export"
+VERSION = 1
+# Parents before children, so every foreign key points at a row already written.
+MODELS = (
+    AgentSession,
+    ChatMessage,
+    Document,
+    Chunk,
+    Memory,
+    MemoryEdit,
+    MemoryAccess,
+    Entity,
+    MemoryEntity,
+    Relation,
+    GoldenQuestion,
+    EvaluationRun,
+)
+# Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
+RENUMBERED = (MemoryAccess, GoldenQuestion, EvaluationRun)
+FILE_FIELDS = {Document: "file", Memory: "file"}
+
+
+class _ExactJSONEncoder(DjangoJSONEncoder):
+    """Times with their microseconds: Django's encoder cuts them to milliseconds, so a round trip would not
+    give back the same rows."""
+
+    def default(self, o):
+        if isinstance(o, datetime.datetime | datetime.time):
+            return o.isoformat()
+        return super().default(o)
+
+
+class PortabilityError(ValueError):
+    """An archive that cannot be imported; the message says why."""
+
+
+@dataclass
+class Imported:
+    username: str
+    counts: dict[str, int]
+
+
+def _rows(model, user):
+    by_user = {
+        ChatMessage: {"session__user": user},
+        MemoryEdit: {"memory__user": user},
+        MemoryEntity: {"memory__user": user},
+    }
+    return model.objects.filter(**by_user.get(model, {"user": user})).order_by("pk")
+
+
+def _label(model) -> str:
+    return model._meta.label_lower
+
+
+def export_user(user, path: Path) -> dict[str, int]:
+    """Write `user`'s archive to `path`; the row count per model."""
+    counts: dict[str, int] = {}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        lines = []
+        for model in MODELS:
+            rows = list(_rows(model, user))
+            counts[_label(model)] = len(rows)
+            text = serializers.serialize("jsonl", rows, use_natural_foreign_keys=True, cls=_ExactJSONEncoder)
+            for line in text.splitlines():
+                record = json.loads(line)
+                if "api_key" in record["fields"]:
+                    record["fields"]["api_key"] = None
+                lines.append(json.dumps(record, ensure_ascii=False))
+            field = FILE_FIELDS.get(model)
+            for row in rows if field else ():
+                stored = getattr(row, field)
+                if stored:
+                    with stored.open("rb") as source:
+                        archive.writestr(f"files/{stored.name}", source.read())
+        archive.writestr("data.jsonl", "\n".join(lines) + "\n")
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "username": user.get_username(),
+            "exported_at": timezone.now().isoformat(),
+            "counts": counts,
+        }
+        archive.writestr("manifest.json", json.dumps(manifest, indent=2))
+    return counts
+
+
+def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
+    """Load an archive into this instance, as its own user or as `as_username` (created when missing)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+            lines = archive.read("data.jsonl").decode().splitlines()
+            files = {name: archive.read(name) for name in archive.namelist() if name.startswith("files/")}
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
+        raise PortabilityError(f"{path} is not a Mnemo export archive ({exc})") from None
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise PortabilityError(f"{path} is not a version {VERSION} Mnemo export archive")
+    source = manifest["username"]
+    target = as_username or source
+    records = [json.loads(line) for line in lines if line.strip()]
+    for record in records:
+        fields = record["fields"]
+        if fields.get("user") == [source]:
+            fields["user"] = [target]
+        if "editor" in fields:  # another person's edit keeps no editor: they have no account here
+            fields["editor"] = [target] if fields["editor"] == [source] else None
+    with transaction.atomic():
+        user, _ = get_user_model().objects.get_or_create(username=target)
+        _refuse_existing(records)
+        counts: Counter = Counter()
+        for item in serializers.deserialize("python", records, handle_forward_references=True):
+            model = type(item.object)
+            if model in RENUMBERED:
+                item.object.pk = None
+            field = FILE_FIELDS.get(model)
+            stored = getattr(item.object, field).name if field else ""
+            if stored:
+                name = stored.rsplit("/", 1)[-1]
+                getattr(item.object, field).save(name, ContentFile(files[f"files/{stored}"]), save=False)
+            item.save()
+            counts[_label(model)] += 1
+    _mirror(user)
+    return Imported(target, dict(counts))
+
+
+def _refuse_existing(records: list[dict]) -> None:
+    """Rows keep their ids, so an archive loads once per instance: a second load would overwrite the first."""
+    by_model: dict[str, list] = {}
+    for record in records:
+        by_model.setdefault(record["model"], []).append(record["pk"])
+    for model in MODELS:
+        ids = by_model.get(_label(model), [])
+        if model not in RENUMBERED and ids and model.objects.filter(pk__in=ids).exists():
+            raise PortabilityError(
+                f"this instance already holds {model._meta.verbose_name_plural} from this archive: "
+                "import it into another instance, or delete that data first"
+            )
+
+
+def _mirror(user) -> None:
+    """Vectors for the imported memories and chunks, and the Neo4j graph when there is one."""
+    memory_ids = [str(pk) for pk in Memory.objects.filter(user=user).values_list("pk", flat=True)]
+    for start in range(0, len(memory_ids), 256):
+        mirror.sync_memories(memory_ids[start : start + 256])
+    chunk_ids = [str(pk) for pk in Chunk.objects.filter(user=user).values_list("pk", flat=True)]
+    for start in range(0, len(chunk_ids), 256):
+        sync_chunks(chunk_ids[start : start + 256])
+    if settings.NEO4J_URI:  # without it the Entity and Relation tables are the graph
+        for entity_id in Entity.objects.filter(user=user).values_list("pk", flat=True):
+            mirror_entity(str(entity_id))
+        for relation_id in Relation.objects.filter(user=user).values_list("pk", flat=True):
+            mirror_relation(str(relation_id))
