@@ -87,6 +87,7 @@ api.add_router("/", "knowledge.api.router")
 api.add_router("/", "memories.graph_api.router")
 api.add_router("/tools/", "knowledge.api.tools_router")
 api.add_router("/evaluation/", "console.api.router")
+api.add_router("/data/", "console.api.data_router")
 
 
 @api.exception_handler(KnowledgeError)

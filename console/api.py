@@ -1,11 +1,17 @@
 """Golden questions and evaluation runs over the JSON API. Every query starts from the key's owner."""
 
-from django.http import HttpRequest
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, Router, Status
+from django.utils import timezone
+from ninja import Body, File, Router, Schema, Status, UploadedFile
+from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from console import evaluation
+from console import evaluation, portability
 from console.models import EvaluationRun, GoldenQuestion
 from console.schemas import QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
 from core.auth import require_write
@@ -101,3 +107,58 @@ def list_runs(request: HttpRequest, limit: int = 20):
 def get_run(request: HttpRequest, run_id: int):
     run = get_object_or_404(EvaluationRun.objects.for_user(_owner(request)), pk=run_id)
     return _run_out(evaluation.run_view(run, run.previous()))
+
+
+data_router = Router(tags=["export"])
+
+
+class ImportOut(Schema):
+    username: str
+    counts: dict[str, int]
+
+
+@data_router.get(
+    "/export",
+    summary="Download all of this key's owner's data as one archive",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The archive",
+                "content": {"application/zip": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+def export_data(request: HttpRequest):
+    """The archive `manage.py export_user` writes (a ZIP of manifest.json, data.jsonl and files/)."""
+    user = _owner(request)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "export.zip"
+        portability.export_user(user, path)
+        archive = path.open(
+            "rb"
+        )  # stays readable once the folder is gone (POSIX), until the response closes it
+    filename = f"mnemo-{user.get_username()}-{timezone.now():%Y%m%d-%H%M}.zip"
+    return FileResponse(archive, as_attachment=True, filename=filename, content_type="application/zip")
+
+
+@data_router.post("/import", response={201: ImportOut}, summary="Load an archive as this key's owner")
+def import_data(request: HttpRequest, file: File[UploadedFile]):
+    """An archive from export (this or another instance); its rows become this key's owner's. Refused (422) when
+    it is not an archive, holds rows of other users or links outside itself, or is already loaded here."""
+    require_write(request)
+    if file.size > settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024:
+        raise HttpError(
+            413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
+        )
+    with tempfile.NamedTemporaryFile(suffix=".zip") as spool:
+        for block in file.chunks():
+            spool.write(block)
+        spool.flush()
+        try:
+            imported = portability.import_archive(
+                Path(spool.name), as_username=_owner(request).get_username()
+            )
+        except portability.PortabilityError as exc:
+            raise HttpError(422, str(exc)) from None
+    return Status(201, {"username": imported.username, "counts": imported.counts})

@@ -52,6 +52,7 @@ MODELS = (
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
 RENUMBERED = (MemoryAccess, GoldenQuestion, EvaluationRun)
 FILE_FIELDS = {Document: "file", Memory: "file"}
+MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
 
 
 class _ExactJSONEncoder(DjangoJSONEncoder):
@@ -123,6 +124,8 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
     """Load an archive into this instance, as its own user or as `as_username` (created when missing)."""
     try:
         with zipfile.ZipFile(path) as archive:
+            if sum(member.file_size for member in archive.infolist()) > MAX_UNPACKED_BYTES:
+                raise PortabilityError(f"the archive unpacks to more than {MAX_UNPACKED_BYTES // 1024**2} MB")
             manifest = json.loads(archive.read("manifest.json"))
             lines = archive.read("data.jsonl").decode().splitlines()
             files = {name: archive.read(name) for name in archive.namelist() if name.startswith("files/")}
@@ -133,6 +136,7 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
     source = manifest["username"]
     target = as_username or source
     records = [json.loads(line) for line in lines if line.strip()]
+    _check_contained(records, source)
     for record in records:
         fields = record["fields"]
         if fields.get("user") == [source]:
@@ -156,6 +160,33 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
             counts[_label(model)] += 1
     _mirror(user)
     return Imported(target, dict(counts))
+
+
+def _check_contained(records: list[dict], source: str) -> None:
+    """Every row belongs to the archive's user and points only at rows of the archive: an edited archive must
+    not write into, or link to, anybody else's data."""
+    models = {_label(model): model for model in MODELS}
+    present = {(record.get("model"), str(record.get("pk"))) for record in records}
+    for position, record in enumerate(records, start=1):
+        model = models.get(record.get("model"))
+        if model is None:
+            raise PortabilityError(
+                f"row {position} is a {record.get('model')!r}, which an archive does not hold"
+            )
+        for field in model._meta.get_fields():
+            if not field.concrete and not field.many_to_many or field.name not in record["fields"]:
+                continue
+            value = record["fields"][field.name]
+            if field.is_relation and field.related_model is get_user_model():
+                if field.name == "user" and value != [source]:
+                    raise PortabilityError(f"row {position} belongs to another user than {source!r}")
+            elif field.is_relation and value is not None:
+                target = _label(field.related_model)
+                for pk in value if field.many_to_many else [value]:
+                    if (target, str(pk)) not in present:
+                        raise PortabilityError(
+                            f"row {position} points at a {target} the archive does not hold"
+                        )
 
 
 def _refuse_existing(records: list[dict]) -> None:

@@ -119,3 +119,72 @@ def test_an_archive_loads_as_another_user_but_never_twice(api, user, tmp_path):
         call_command("import_user", str(tmp_path / "missing.zip"))
     with pytest.raises(CommandError, match="no user named"):
         call_command("export_user", "nobody", str(tmp_path / "x.zip"))
+
+
+def test_the_api_exports_and_imports_as_the_keys_owner(
+    api, client, write_key, read_key, other_user, tmp_path
+):
+    from core.services import api_key_create
+
+    api("post", "/memories/", {"content": "用户喜欢喝茶", "memory_type": "semantic"})
+    response = client.get("/api/v1/data/export", HTTP_X_API_KEY=read_key)  # reading is enough to export
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    archive = b"".join(response.streaming_content)
+    other_key = api_key_create(user=other_user, name="m", scope="write")[1]
+
+    def upload(data: bytes, key: str):
+        return client.post(
+            "/api/v1/data/import", {"file": SimpleUploadedFile("a.zip", data)}, HTTP_X_API_KEY=key
+        )
+
+    assert upload(archive, read_key).status_code == 403
+    refused = upload(archive, other_key)  # her rows are still here: loading them again is refused
+    assert refused.status_code == 422 and "already holds" in refused.json()["detail"]
+    assert upload(b"not a zip", other_key).status_code == 422
+    other_user.__class__.objects.filter(username="alice").delete()  # now her rows are gone
+    loaded = upload(archive, other_key)
+    assert loaded.status_code == 201 and loaded.json()["username"] == other_user.username
+    found = client.post(
+        "/api/v1/memories/search",
+        data='{"query": "喜欢喝什么茶"}',
+        content_type="application/json",
+        HTTP_X_API_KEY=other_key,
+    ).json()["results"]
+    assert found and found[0]["content"] == "用户喜欢喝茶"
+
+
+def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user, tmp_path):
+    import json
+    import zipfile
+
+    from agents.models import AgentSession
+    from console.portability import PortabilityError, import_archive
+
+    theirs = AgentSession.objects.create(user=other_user, key="private")
+    api("post", "/memories/", {"content": "Ana likes tea", "memory_type": "semantic", "session_id": "s1"})
+    path = tmp_path / "alice.zip"
+    call_command("export_user", "alice", str(path))
+    with zipfile.ZipFile(path) as archive:
+        manifest = archive.read("manifest.json")
+        rows = [json.loads(line) for line in archive.read("data.jsonl").decode().splitlines()]
+
+    def edited(change) -> zipfile.Path:
+        changed = [json.loads(json.dumps(row)) for row in rows]
+        change(changed)
+        target = tmp_path / "edited.zip"
+        with zipfile.ZipFile(target, "w") as archive:
+            archive.writestr("manifest.json", manifest)
+            archive.writestr("data.jsonl", "\n".join(json.dumps(row) for row in changed))
+        return target
+
+    def into_their_session(changed):
+        memory = next(row for row in changed if row["model"] == "memories.memory")
+        memory["fields"]["session"] = str(theirs.pk)
+
+    def as_them(changed):
+        changed[0]["fields"]["user"] = [other_user.username]
+
+    for change, message in ((into_their_session, "does not hold"), (as_them, "another user")):
+        with pytest.raises(PortabilityError, match=message):
+            import_archive(edited(change), as_username="carol")
+    assert not theirs.memories.exists()
