@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
+from console import views as console_views
 from core.forms import AdminSignInForm
 from core.views import SignInView
 from memories import graph_views
@@ -23,6 +24,8 @@ urlpatterns = [
     ),
     path("knowledge/", include("knowledge.urls")),
     path("evaluation/", include("console.urls")),
+    path("data/export/", console_views.data_export, name="data_export"),
+    path("data/import/", console_views.data_import, name="data_import"),
     path("", include("agents.urls")),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

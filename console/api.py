@@ -1,12 +1,8 @@
 """Golden questions and evaluation runs over the JSON API. Every query starts from the key's owner."""
 
-import tempfile
-from pathlib import Path
-
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from ninja import Body, File, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
@@ -132,14 +128,12 @@ class ImportOut(Schema):
 def export_data(request: HttpRequest):
     """The archive `manage.py export_user` writes (a ZIP of manifest.json, data.jsonl and files/)."""
     user = _owner(request)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "export.zip"
-        portability.export_user(user, path)
-        archive = path.open(
-            "rb"
-        )  # stays readable once the folder is gone (POSIX), until the response closes it
-    filename = f"mnemo-{user.get_username()}-{timezone.now():%Y%m%d-%H%M}.zip"
-    return FileResponse(archive, as_attachment=True, filename=filename, content_type="application/zip")
+    return FileResponse(
+        portability.export_file(user),
+        as_attachment=True,
+        filename=portability.archive_name(user),
+        content_type="application/zip",
+    )
 
 
 @data_router.post("/import", response={201: ImportOut}, summary="Load an archive as this key's owner")
@@ -151,14 +145,8 @@ def import_data(request: HttpRequest, file: File[UploadedFile]):
         raise HttpError(
             413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
         )
-    with tempfile.NamedTemporaryFile(suffix=".zip") as spool:
-        for block in file.chunks():
-            spool.write(block)
-        spool.flush()
-        try:
-            imported = portability.import_archive(
-                Path(spool.name), as_username=_owner(request).get_username()
-            )
-        except portability.PortabilityError as exc:
-            raise HttpError(422, str(exc)) from None
+    try:
+        imported = portability.import_upload(file, as_username=_owner(request).get_username())
+    except portability.PortabilityError as exc:
+        raise HttpError(422, str(exc)) from None
     return Status(201, {"username": imported.username, "counts": imported.counts})

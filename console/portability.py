@@ -11,10 +11,12 @@ Vectors are not in the archive: the import writes rows as they were and then mir
 
 import datetime
 import json
+import tempfile
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -118,6 +120,27 @@ def export_user(user, path: Path) -> dict[str, int]:
         }
         archive.writestr("manifest.json", json.dumps(manifest, indent=2))
     return counts
+
+
+def export_file(user) -> BinaryIO:
+    """`user`'s archive as an open file, for a download; it is deleted when closed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "export.zip"
+        export_user(user, path)
+        return path.open("rb")  # stays readable once the folder is gone (POSIX), until it is closed
+
+
+def archive_name(user) -> str:
+    return f"mnemo-{user.get_username()}-{timezone.now():%Y%m%d-%H%M}.zip"
+
+
+def import_upload(upload, *, as_username: str) -> Imported:
+    """An uploaded archive (a Django UploadedFile), spooled to disk and loaded as `as_username`."""
+    with tempfile.NamedTemporaryFile(suffix=".zip") as spool:
+        for block in upload.chunks():
+            spool.write(block)
+        spool.flush()
+        return import_archive(Path(spool.name), as_username=as_username)
 
 
 def import_archive(path: Path, *, as_username: str | None = None) -> Imported:

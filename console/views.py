@@ -1,15 +1,16 @@
-"""The evaluation pages: golden questions, runs and their history, and the "✓ right answer" button on search
-results. Every query starts from request.user; every write goes through console.evaluation."""
+"""The evaluation pages (golden questions, runs and their history, the "✓ right answer" button on search
+results) and the download and upload of a user's archive. Every query starts from request.user; writes go through
+console.evaluation and console.portability."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console import evaluation
+from console import evaluation, portability
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
@@ -315,3 +316,32 @@ def answer_mark(request: HttpRequest) -> HttpResponse:
         return redirect(reverse("evaluation") + (f"#question-{question.pk}" if question else ""))
     context = {"question": question, "created": created, "error": error}
     return render(request, f"{BUTTON_TEMPLATE}#answer-saved", context, status=422 if error else 200)
+
+
+@login_required
+@require_GET
+def data_export(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's archive, as the API's /data/export gives it."""
+    return FileResponse(
+        portability.export_file(request.user),
+        as_attachment=True,
+        filename=portability.archive_name(request.user),
+        content_type="application/zip",
+    )
+
+
+@login_required
+@require_POST
+def data_import(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("archive")
+    if upload is None:
+        messages.error(request, "Choose an archive exported from Mnemo first.")
+        return redirect("api_keys")
+    try:
+        imported = portability.import_upload(upload, as_username=request.user.get_username())
+    except portability.PortabilityError as exc:
+        messages.error(request, f"{upload.name} was not imported: {exc}")
+        return redirect("api_keys")
+    total = sum(imported.counts.values())
+    messages.success(request, f"Imported {upload.name}: {total:,} rows, now searchable.")
+    return redirect("api_keys")

@@ -188,3 +188,19 @@ def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user
         with pytest.raises(PortabilityError, match=message):
             import_archive(edited(change), as_username="carol")
     assert not theirs.memories.exists()
+
+
+def test_the_api_keys_page_downloads_and_loads_the_archive(logged_in, api, user, other_user, client):
+    api("post", "/memories/", {"content": "用户喜欢喝茶", "memory_type": "semantic"})
+    page = logged_in.get("/api-keys/").content.decode()
+    assert 'href="/data/export/"' in page and 'action="/data/import/"' in page
+    download = logged_in.get("/data/export/")
+    assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
+    archive = b"".join(download.streaming_content)
+    again = logged_in.post("/data/import/", {"archive": SimpleUploadedFile("mine.zip", archive)}, follow=True)
+    assert "was not imported" in again.content.decode() and "already holds" in again.content.decode()
+    client.logout()
+    client.force_login(other_user)
+    client.post("/data/import/", {"archive": SimpleUploadedFile("bad.zip", b"nope")})
+    assert not other_user.memories.exists()
+    assert client.get("/data/export/").status_code == 200  # her own, empty archive
