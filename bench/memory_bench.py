@@ -186,7 +186,7 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 
 @contextmanager
-def mnemo(usernames: Sequence[str], keep: bool = False) -> Iterator[Server]:
+def mnemo(usernames: Sequence[str], keep: bool = False, threads: int = 4) -> Iterator[Server]:
     """A running Mnemo on a fresh embedded data dir, with a write key per user; stopped by PID on exit."""
     data_dir = Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
     env = _server_env(data_dir)
@@ -215,7 +215,7 @@ def mnemo(usernames: Sequence[str], keep: bool = False) -> Iterator[Server]:
                     "--workers",
                     "1",
                     "--threads",
-                    "4",
+                    str(threads),
                     "--timeout",
                     "300",
                 ],
@@ -924,6 +924,122 @@ def _split(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
+# --- Load: many clients at once ----------------------------------------------------------------------------------
+
+LOAD_TARGETS = {"search": (30.0, 2000.0), "add": (50.0, None)}  # (req/s at least, p95 ms under) from issue 12
+
+
+def _hammer(server: Server, clients: int, seconds: float, request) -> dict:
+    """`clients` threads, each with its own keep-alive connection, call `request(http, client, n)` until
+    `seconds` pass; every call's latency and whether it failed."""
+    import threading
+
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def run(client: int) -> None:
+        http = requests.Session()
+        http.headers["X-API-Key"] = server.keys["load"]
+        n = 0
+        while time.monotonic() < stop_at:
+            began = time.perf_counter()
+            try:
+                response = request(http, client, n)
+                failed = None if response.status_code < 400 else f"HTTP {response.status_code}"
+            except requests.RequestException as exc:
+                failed = exc.__class__.__name__
+            with lock:
+                latencies.append(time.perf_counter() - began)
+                if failed:
+                    errors.append(failed)
+            n += 1
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - began
+    ms = np.array(latencies) * 1000
+    return {
+        "requests": len(latencies),
+        "rate": len(latencies) / elapsed,
+        "p50": pct(ms, 50),
+        "p95": pct(ms, 95),
+        "errors": len(errors),
+        "kinds": sorted(set(errors)),
+    }
+
+
+def run_load(args: argparse.Namespace) -> None:
+    questions = latency_queries(10_000)  # every LoCoMo question (categories 1-4), each asked once at most
+    started_at = datetime.now(UTC)
+    info_before = machine()
+    print(
+        f"Load: {args.clients} clients on {args.size:,} memories, {args.seconds:.0f} s per phase …",
+        flush=True,
+    )
+    # As `make run` serves: one gunicorn worker with 8 threads on the embedded defaults.
+    with mnemo(["load"], threads=8) as server:
+        Client(server, "load").bulk(latency_memories(args.size))
+        wait_quiet(args.quiet_wait)
+        url = f"{server.base_url}/api/v1/memories"
+
+        def search(http, client, n):  # distinct queries: no two requests ask the same
+            query = questions[(client * 997 + n) % len(questions)] + f" ({client}-{n})"
+            return http.post(f"{url}/search", json={"query": query, "limit": 10}, timeout=120)
+
+        def add(http, client, n):
+            content = f"Load client {client} notes item {n}: " + questions[(client * 31 + n) % len(questions)]
+            return http.post(url + "/", json={"content": content, "memory_type": "episodic"}, timeout=120)
+
+        phases = {
+            "search": _hammer(server, args.clients, args.seconds, search),
+            "add": _hammer(server, args.clients, args.seconds, add),
+        }
+    rows = [
+        "| phase | clients | requests | req/s | p50 ms | p95 ms | errors | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in phases.items():
+        least, p95_under = LOAD_TARGETS[name]
+        target = f">= {least:.0f} req/s" + (f", p95 < {p95_under:.0f} ms" if p95_under else "") + ", 0 errors"
+        met = r["rate"] >= least and (p95_under is None or r["p95"] < p95_under) and not r["errors"]
+        rows.append(
+            f"| {name} | {args.clients} | {r['requests']:,} | {r['rate']:.1f} | {r['p50']:.0f} | {r['p95']:.0f} "
+            f"| {r['errors']} {', '.join(r['kinds'])} | {target}: {'met' if met else 'NOT met'} |"
+        )
+    print("\n".join(rows))
+    if args.no_write:
+        return
+    report = f"""# Memory API under load
+
+Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/memory_bench.py load --size {args.size} --clients {args.clients}
+--seconds {args.seconds:.0f}`. Machine: nproc {info_before["nproc"]}, {info_before["cpu"]}; load average
+{info_before["load"]} before, {load()} after. Versions: {versions()}.
+
+## Method
+
+A fresh Mnemo on the embedded defaults served as `make run` serves it (gunicorn, one worker, 8 threads) on a
+local port, loaded with {args.size:,} episodic memories (LoCoMo turns, `POST /api/v1/memories/bulk`). Then
+{args.clients} client threads, each on its own keep-alive connection, send requests back to back for
+{args.seconds:.0f} s: first `POST /api/v1/memories/search` (every query distinct: a LoCoMo question with the client
+and request number; the server has no result cache), then `POST /api/v1/memories/` (distinct contents). Latency is
+client-side wall time per request; an error is any status >= 400 or a failed connection.
+
+## Results
+
+{chr(10).join(rows)}
+
+The client threads run on the same two cores as the server, so the figures are a floor for the server alone.
+"""
+    (RESULTS / "memory_load.md").write_text(report)
+    print(f"Wrote {RESULTS / 'memory_load.md'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -940,10 +1056,17 @@ def main() -> None:
     latency.add_argument(
         "--quiet-wait", type=float, default=180, help="seconds to wait for an idle machine before each timing"
     )
+    loaded = sub.add_parser("load", help="req/s, p50/p95 and errors with many clients searching, then adding")
+    loaded.add_argument("--size", type=int, default=10_000, help="memories loaded before the clients start")
+    loaded.add_argument("--clients", type=int, default=50)
+    loaded.add_argument("--seconds", type=float, default=30.0, help="how long each phase runs")
+    loaded.add_argument("--no-write", action="store_true")
+    loaded.add_argument("--quiet-wait", type=float, default=180)
     split = sub.add_parser("_split", help=argparse.SUPPRESS)
     split.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
-    {"locomo": run_locomo, "latency": run_latency, "_split": _split}[args.command](args)
+    commands = {"locomo": run_locomo, "latency": run_latency, "load": run_load, "_split": _split}
+    commands[args.command](args)
 
 
 if __name__ == "__main__":
