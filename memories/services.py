@@ -114,7 +114,7 @@ def _validate(content: str, memory_type: str, importance: float) -> str:
     return content.strip()
 
 
-def _checked_detail(fields: dict[str, Any]) -> dict[str, Any]:
+def _check_detail(fields: dict[str, Any]) -> None:
     """The optional fields of a memory, checked against the same limits on every write path."""
     for name in ("context", "outcome"):
         if fields.get(name) is not None:
@@ -126,7 +126,6 @@ def _checked_detail(fields: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(fields["metadata"], dict):
             raise MemoryRequestError("metadata must be a JSON object")
         check_json(fields["metadata"], "metadata")
-    return fields
 
 
 def _new_memory(
@@ -141,7 +140,7 @@ def _new_memory(
     **detail: Any,
 ) -> Memory:
     content = _validate(content, memory_type, importance)
-    _checked_detail({"metadata": metadata, **detail})
+    _check_detail({"metadata": metadata, **detail})
     if created_at is not None and not EARLIEST_YEAR <= created_at.year <= LATEST_YEAR:
         raise MemoryRequestError(
             f"created_at must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {created_at.year})"
@@ -377,7 +376,7 @@ def memory_update(
     memory_type = changes.get("memory_type", memory.memory_type)
     importance = changes.get("importance", memory.importance)
     changes["content"] = _validate(content, memory_type, importance)
-    _checked_detail(changes)
+    _check_detail(changes)
     diff = {
         field: [getattr(memory, field), value]
         for field, value in changes.items()
