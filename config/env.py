@@ -28,7 +28,7 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ConfigError(f"{name}={raw!r} is not a boolean (use true or false).")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     raw = env_str(name)
     if not raw:
         return default
@@ -38,6 +38,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ConfigError(f"{name}={raw!r} is not a whole number.") from None
     if minimum is not None and value < minimum:
         raise ConfigError(f"{name}={value} must be at least {minimum}.")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name}={value} must be at most {maximum}.")
     return value
 
 

@@ -234,6 +234,10 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"
 MNEMO_MAX_UPLOAD_MB = env_int("MNEMO_MAX_UPLOAD_MB", 50, minimum=1)
+# Each upload is converted in a child process with this much time and added memory; past either, the document
+# fails with the reason and the server carries on. Under 15 minutes, after which a silent document counts as stalled.
+MNEMO_CONVERT_SECONDS = env_int("MNEMO_CONVERT_SECONDS", 300, minimum=5, maximum=840)
+MNEMO_CONVERT_MEMORY_MB = env_int("MNEMO_CONVERT_MEMORY_MB", 2048, minimum=256)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 STORAGES = {

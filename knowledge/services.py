@@ -29,10 +29,10 @@ from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import (
     ConversionError,
     chunk_paragraphs,
-    convert_to_markdown,
     safe_filename,
     split_paragraphs,
 )
+from knowledge.pipeline.bounded import Budget, LLMSettings, convert_bounded
 from knowledge.pipeline.convert import SUPPORTED, detect_kind
 
 logger = logging.getLogger(__name__)
@@ -306,9 +306,12 @@ def ingest(document_id: str) -> Document:
 
 
 def _convert(document: Document):
-    from core.llm import get_llm
-
-    llm = get_llm()
+    llm = None
+    if settings.LLM_BASE_URL:  # images get a description from the model
+        llm = LLMSettings(
+            settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_TIMEOUT
+        )
+    budget = Budget(seconds=settings.MNEMO_CONVERT_SECONDS, memory_mb=settings.MNEMO_CONVERT_MEMORY_MB)
     with (
         document.file.open("rb") as source,
         tempfile.NamedTemporaryFile(suffix=f"_{document.original_name}") as copy,
@@ -316,12 +319,18 @@ def _convert(document: Document):
         for block in iter(lambda: source.read(1 << 20), b""):
             copy.write(block)
         copy.flush()
-        return convert_to_markdown(
+        return convert_bounded(
             copy.name,
             filename=document.original_name,
-            llm_client=llm.client if llm else None,
-            llm_model=llm.model if llm else None,
+            budget=budget,
+            llm=llm,
+            check=lambda: _raise_if_cancelled(document.pk),
         )
+
+
+def _raise_if_cancelled(document_id) -> None:
+    if not Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).exists():
+        raise Cancelled
 
 
 def _embed(document_id: str, texts: list[str]) -> dict[str, list]:

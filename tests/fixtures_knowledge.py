@@ -8,6 +8,7 @@ STSong-Light (no font file needed), the EPUB is zipped by hand as the spec lays 
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 
 ENGLISH = "Mnemo keeps memories for agents and answers questions from documents."
@@ -76,6 +77,45 @@ def make_pdf(folder: Path, name: str = "report.pdf", lines: list[str] | None = N
         page.drawString(72, y, line)
         y -= 24
     page.save()
+    return path
+
+
+def make_long_pdf(folder: Path, pages: int, lines_per_page: int = 1, name: str = "long.pdf") -> Path:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    path = folder / name
+    document = canvas.Canvas(str(path), pagesize=A4)
+    for number in range(pages):
+        for line in range(lines_per_page):
+            document.drawString(
+                40, 800 - line * 18, f"Page {number} line {line}: the audit log kept every change."
+            )
+        document.showPage()
+    document.save()
+    return path
+
+
+def make_pdf_bomb(folder: Path, unpacked_mb: int, name: str = "bomb.pdf") -> Path:
+    """A valid one-page PDF whose content stream is a few hundred KB on disk and ``unpacked_mb`` once inflated."""
+    stream = zlib.compress(b"0 0 m " * (unpacked_mb * 2**20 // 6), 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    data = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(data))
+        data += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(data)
+    data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    data += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path = folder / name
+    path.write_bytes(data)
     return path
 
 

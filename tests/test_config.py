@@ -41,6 +41,7 @@ def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
         ({"MNEMO_DEBUG": "maybe"}, "MNEMO_DEBUG"),
         ({"MNEMO_HSTS_SECONDS": "forever"}, "MNEMO_HSTS_SECONDS"),
         ({"MNEMO_CACHE_URL": "localhost:6379"}, "MNEMO_CACHE_URL"),
+        ({"MNEMO_CONVERT_SECONDS": "3600"}, "MNEMO_CONVERT_SECONDS"),
     ],
 )
 def test_a_malformed_setting_names_its_variable(tmp_path, env, named):

@@ -57,6 +57,8 @@ HEAD_BYTES = 64 * 1024  # how much of a file detect_kind needs to see
 # sizes are read before anything is unpacked; real documents stay far below these.
 MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 5_000
+# pdfplumber reads about six pages a second here: a thousand pages is three minutes of a worker.
+MAX_PDF_PAGES = 1_000
 MAX_NAME_CHARS = 100
 _MAX_NAME_BYTES = 240  # most filesystems allow 255 bytes per name; a Chinese character takes 3 in UTF-8
 
@@ -108,9 +110,10 @@ IMAGE_NOTICE = (
 class ConversionError(Exception):
     """A conversion failure; its message is written for the user who uploaded the file."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, out_of_memory: bool = False):
         super().__init__(message)
         self.message = message
+        self.out_of_memory = out_of_memory
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,8 @@ def convert_to_markdown(
     if llm_model is not None:
         llm["llm_model"] = llm_model
 
+    if kind == "pdf":
+        _check_pdf_pages(path, name)
     notice = ""
     if kind in IMAGE_KINDS:
         markdown, title, notice = _convert_image(path, kind, name, llm)
@@ -344,9 +349,28 @@ def _markitdown(source: Path | bytes, kind: str, name: str, options: dict) -> tu
         raise ConversionError(f"Reading {_WHAT.get(kind, kind)} is not installed on this server") from exc
     except Exception as exc:
         logger.info("converting %s (%s) failed", name, kind, exc_info=True)
+        if isinstance(_cause(exc), MemoryError):
+            raise ConversionError(
+                f"{name} needs more memory to convert than allowed", out_of_memory=True
+            ) from exc
         prefix = _DAMAGED.get(kind, f"{name} could not be converted")
         raise ConversionError(f"{prefix}: {_reason(exc)}") from exc
     return result.markdown or "", result.title or ""
+
+
+def _check_pdf_pages(path: Path, name: str) -> None:
+    import pypdfium2  # pdfplumber's own PDF engine: counts pages without parsing them
+
+    try:
+        document = pypdfium2.PdfDocument(path)
+    except pypdfium2.PdfiumError:
+        return  # damaged or encrypted: MarkItDown reports it in its words
+    try:
+        pages = len(document)
+    finally:
+        document.close()
+    if pages > MAX_PDF_PAGES:
+        raise ConversionError(f"{name} has {pages:,} pages; the limit is {MAX_PDF_PAGES:,}")
 
 
 @cache
@@ -371,10 +395,15 @@ def _converter():
     return markitdown
 
 
-def _reason(exc: Exception) -> str:
+def _cause(exc: Exception) -> BaseException:
     attempts = getattr(exc, "attempts", None)
     if attempts:  # MarkItDown's FileConversionException wraps what the converter raised
-        exc = attempts[-1].exc_info[1] or exc
+        return attempts[-1].exc_info[1] or exc
+    return exc
+
+
+def _reason(exc: Exception) -> str:
+    exc = _cause(exc)
     kind = type(exc).__name__
     if "Password" in kind or "Encrypt" in kind:
         return "it is password-protected"

@@ -1,0 +1,125 @@
+"""convert_to_markdown in a child process with a time and a memory budget.
+
+A hostile or pathological file (a compression bomb inside a PDF stream, a page tree that never ends) must fail its
+own document with a reason and never take the server or the worker down with it. So the conversion runs in a
+child that caps its own address space before it opens the file, and the parent kills it when its time is up.
+
+Children are forked from multiprocessing's fork server, which has already imported MarkItDown: a fresh interpreter
+would add about a second per document, and forking the threaded web server itself is unsafe. The fork server is
+started on the first conversion of each process and reused after that. As always with multiprocessing, a script
+that converts must guard its entry point with ``if __name__ == "__main__"`` (manage.py, gunicorn and celery do).
+"""
+
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from knowledge.pipeline.convert import ConversionError, Converted, convert_to_markdown, safe_filename
+
+# Imported once in the fork server, so each child starts with the converters loaded.
+_PRELOAD = ["knowledge.pipeline.convert", "markitdown.converters", "pdfplumber", "pypdfium2"]
+_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Budget:
+    seconds: float
+    memory_mb: int  # address space a child may add on top of what the preloaded converters already take
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """What a child needs to build its own OpenAI client: a client object does not cross a process boundary."""
+
+    base_url: str
+    api_key: str
+    model: str
+    timeout: float
+
+
+def convert_bounded(
+    path: str | Path,
+    *,
+    filename: str,
+    budget: Budget,
+    llm: LLMSettings | None = None,
+    check: Callable[[], None] = lambda: None,
+) -> Converted:
+    """Convert as convert_to_markdown does, in a child; ``check`` is called while waiting and may raise to stop."""
+    context = _context()
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_convert_in_child,
+        args=(sender, str(path), filename, llm, budget.memory_mb),
+        name=f"convert {safe_filename(filename)}",
+        daemon=True,
+    )
+    child.start()
+    sender.close()  # the child holds the only write end: its exit makes the pipe readable (EOF)
+    deadline = time.monotonic() + budget.seconds
+    try:
+        while not receiver.poll(_POLL_SECONDS):
+            check()
+            if time.monotonic() > deadline:
+                raise ConversionError(
+                    f"Converting {safe_filename(filename)} took longer than the {budget.seconds:g} s limit"
+                )
+        try:
+            outcome, value = receiver.recv()
+        except EOFError:
+            child.join(5)
+            raise ConversionError(
+                f"Converting {safe_filename(filename)} stopped unexpectedly (exit code {child.exitcode})"
+            ) from None
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+        receiver.close()
+    if outcome == "error":
+        raise ConversionError(value)
+    return value
+
+
+def _context():
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
+
+
+def _convert_in_child(sender, path: str, filename: str, llm: LLMSettings | None, memory_mb: int) -> None:
+    _limit_address_space(memory_mb)
+    try:
+        client = None
+        if llm is not None:
+            from openai import OpenAI
+
+            client = OpenAI(base_url=llm.base_url, api_key=llm.api_key or "none", timeout=llm.timeout)
+        converted = convert_to_markdown(
+            path, filename=filename, llm_client=client, llm_model=llm.model if llm else None
+        )
+        sender.send(("ok", converted))
+    except ConversionError as exc:
+        sender.send(("error", _over_memory(filename, memory_mb) if exc.out_of_memory else exc.message))
+    except MemoryError:
+        sender.send(("error", _over_memory(filename, memory_mb)))
+    finally:
+        sender.close()
+
+
+def _over_memory(filename: str, memory_mb: int) -> str:
+    return f"{safe_filename(filename)} needs more than {memory_mb:,} MB of memory to convert"
+
+
+def _limit_address_space(memory_mb: int) -> None:
+    """Cap this process at what it uses now plus ``memory_mb``: an allocation past it raises MemoryError."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return  # not Linux: the time budget still holds
+    in_use_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmSize:"))
+    limit = in_use_kb * 1024 + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
