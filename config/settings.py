@@ -107,6 +107,9 @@ if DATABASE_URL:
         DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     except ValueError as exc:
         raise ConfigError(f"DATABASE_URL could not be parsed: {exc}") from None
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # A server that never answers costs a request seconds, not the operating system's TCP timeout.
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 else:
     # Created owner-only before SQLite opens it; its WAL and shared-memory files take the same mode.
     (DATA_DIR / "mnemo.sqlite3").touch(mode=0o600, exist_ok=True)

@@ -1,11 +1,18 @@
-"""Which backend serves each concern, and whether it answers. Shared by the Health page and /api/v1/health."""
+"""Which backend serves each concern, and whether it answers. Shared by the Health page and /api/v1/health.
+
+The checks run side by side in a small thread pool and the report waits at most BUDGET_SECONDS for them, so health
+answers within 2 s whatever is down or hanging: a check still waiting is reported as not answering. Each probe
+keeps its own timeouts, so a thread left behind ends on its own.
+"""
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 
 from core import dispatch, stores
 
@@ -22,12 +29,18 @@ class Check:
         return asdict(self)
 
 
+BUDGET_SECONDS = 1.5
+_checkers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="health")
+
+
 def _timed(concern: str, backend: str, probe: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail, ok = probe(), True
     except Exception as exc:  # a health page reports every failure instead of raising it
         detail, ok = str(exc) or exc.__class__.__name__, False
+    finally:
+        connections.close_all()  # this pool thread's own connections; the request's are another thread's
     return Check(concern, backend, ok, detail, round((time.perf_counter() - started) * 1000))
 
 
@@ -73,11 +86,24 @@ def run_checks() -> list[Check]:
     vector_backend = "qdrant server" if settings.QDRANT_URL else "qdrant-edge (embedded)"
     graph_backend = "neo4j" if settings.NEO4J_URI else "sql"
     database_backend = "postgresql" if connection.vendor == "postgresql" else connection.vendor
-    return [
-        _timed("database", database_backend, _database),
-        _timed("vectors", vector_backend, lambda: stores.vector_store().ping()),
-        _timed("graph", graph_backend, lambda: stores.graph_store().ping()),
-        _timed("embeddings", settings.EMBED_MODEL_TYPE, lambda: stores.embedding_set().describe()),
-        _timed("worker", "celery" if dispatch.uses_celery() else "in-process", _worker),
-        _timed("llm", "openai-compatible" if settings.LLM_BASE_URL else "none", _llm),
+    probes = [
+        ("database", database_backend, _database),
+        ("vectors", vector_backend, lambda: stores.vector_store().ping()),
+        ("graph", graph_backend, lambda: stores.graph_store().ping()),
+        ("embeddings", settings.EMBED_MODEL_TYPE, lambda: stores.embedding_set().describe()),
+        ("worker", "celery" if dispatch.uses_celery() else "in-process", _worker),
+        ("llm", "openai-compatible" if settings.LLM_BASE_URL else "none", _llm),
     ]
+    started = time.monotonic()
+    running = [
+        (concern, backend, _checkers.submit(_timed, concern, backend, probe))
+        for concern, backend, probe in probes
+    ]
+    checks = []
+    for concern, backend, future in running:
+        try:
+            checks.append(future.result(timeout=max(0.0, started + BUDGET_SECONDS - time.monotonic())))
+        except FutureTimeout:
+            waited = round((time.monotonic() - started) * 1000)
+            checks.append(Check(concern, backend, False, f"no answer within {BUDGET_SECONDS:g} s", waited))
+    return checks
