@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
@@ -208,10 +209,13 @@ class Agent:
         messages.append({"role": "user", "content": text})
         trace: list[dict] = []
         answer = ""
+        deadline = time.monotonic() + settings.LLM_TURN_SECONDS
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offer_tools = round_number < MAX_TOOL_ROUNDS  # the last round must answer in words
             try:
-                stream = self.llm.stream(messages, tools=openai_tools() if offer_tools else None)
+                stream = self.llm.stream(
+                    messages, tools=openai_tools() if offer_tools else None, deadline=deadline
+                )
                 completion = yield from _relay(stream)
             except LLMError as exc:
                 assistant.error = str(exc)

@@ -157,6 +157,8 @@ LLM_BASE_URL = env_url("LLM_BASE_URL", ("http", "https"))
 LLM_API_KEY = env_str("LLM_API_KEY")
 LLM_MODEL = env_str("LLM_MODEL")
 LLM_TIMEOUT = env_float("LLM_TIMEOUT", 60.0, minimum=1.0)
+# A whole chat turn (every model call and tool round) holds a request thread at most this long.
+LLM_TURN_SECONDS = env_float("LLM_TURN_SECONDS", 120.0, minimum=1.0)
 if LLM_BASE_URL and not LLM_MODEL:
     raise ConfigError("LLM_BASE_URL is set but LLM_MODEL is empty: name the chat model to use.")
 

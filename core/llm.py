@@ -91,15 +91,27 @@ class LLMClient:
         except openai.OpenAIError as exc:
             raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
 
-    def stream(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any):
+    def stream(
+        self, messages: list[dict], *, temperature: float = 0.2, deadline: float | None = None, **kwargs: Any
+    ):
         """Yield text deltas as they arrive; the generator's return value is the whole Completion
-        (tool calls assembled from their streamed fragments)."""
+        (tool calls assembled from their streamed fragments).
+
+        ``deadline`` (time.monotonic()) bounds the whole call: the connection and each read wait at most until
+        then, with no retry, and a provider that keeps sending slowly is cut off there.
+        """
         started = time.perf_counter()
         text: list[str] = []
         calls: dict[int, dict] = {}
         usage = None
+        client = self.client
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LLMError(self._over_budget())
+            client = client.with_options(timeout=min(client.timeout, remaining), max_retries=0)
         with self._provider_errors():
-            response = self.client.chat.completions.create(
+            response = client.chat.completions.create(
                 model=self.model,
                 messages=messages,
                 temperature=temperature,
@@ -108,6 +120,9 @@ class LLMClient:
                 **kwargs,
             )
             for chunk in response:
+                if deadline is not None and time.monotonic() > deadline:
+                    response.close()
+                    raise LLMError(self._over_budget())
                 usage = chunk.usage or usage
                 if not chunk.choices:
                     continue
@@ -131,6 +146,10 @@ class LLMClient:
                 for index, call in sorted(calls.items())
             ],
         )
+
+    @staticmethod
+    def _over_budget() -> str:
+        return f"the LLM took longer than the {settings.LLM_TURN_SECONDS:g} s a chat turn may take (LLM_TURN_SECONDS)"
 
     def ask(self, system: str, user: str, **kwargs: Any) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -3,7 +3,8 @@
 Its replies follow simple rules so tests can script a conversation: a user stating their name and job gets a
 `memory_add` tool call; after a tool result it confirms; otherwise it answers from the "Relevant memories"
 section of the system prompt the agent sent. `mode` switches to failure scripts: "slow" (sleeps past the client's
-timeout), "malformed_tool_call" (broken JSON arguments once), "error" (HTTP 500).
+timeout), "drip" (a long answer streamed a word every 0.3 s, so no single read times out),
+"malformed_tool_call" (broken JSON arguments once), "error" (HTTP 500).
 """
 
 import json
@@ -42,6 +43,8 @@ class FakeLLM:
         if last["role"] == "tool":
             return {"content": f"Done: {last['content'][:80]}"}
         user_text = last.get("content") or ""
+        if self.mode == "drip":
+            return {"content": " ".join(["slowly"] * 40)}
         if self.mode == "malformed_tool_call" and not self.malformed_sent:
             self.malformed_sent = True
             return {"tool_calls": [{"name": "memory_add", "arguments": '{"content": "unterminated'}]}
@@ -107,6 +110,8 @@ class FakeLLM:
                 for chunk in _chunks(reply):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
+                    if fake.mode == "drip":
+                        time.sleep(0.3)
                 self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler

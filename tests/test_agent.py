@@ -1,5 +1,7 @@
 """The chat agent through the real HTTP path: the official `openai` client → Mnemo → a scripted LLM server."""
 
+import time
+
 import pytest
 from openai import APIStatusError, OpenAI
 
@@ -61,6 +63,17 @@ def test_a_provider_timeout_is_a_502_with_a_clear_message(fake_llm, mnemo, setti
     assert failed.value.status_code == 502
     assert "The language model failed" in failed.value.message and "timed out" in failed.value.message
     assert "timed out" in ChatMessage.objects.filter(role="assistant").first().error
+
+
+def test_a_turn_stops_at_its_budget_even_when_every_read_is_quick(fake_llm, mnemo, settings):
+    settings.LLM_TURN_SECONDS = 2
+    fake_llm.mode = "drip"  # 40 words, 0.3 s apart: 12 s, but never a read over LLM_TIMEOUT
+    started = time.perf_counter()
+    with pytest.raises(APIStatusError) as failed:
+        ask(mnemo, "Tell me a long story", "s-budget")
+    assert time.perf_counter() - started < 5
+    assert failed.value.status_code == 502
+    assert "longer than the 2 s a chat turn may take" in failed.value.message
 
 
 def test_a_provider_error_is_a_502_with_a_clear_message(fake_llm, mnemo):
