@@ -69,14 +69,17 @@ def _worker() -> str:
 def _llm() -> str:
     if not settings.LLM_BASE_URL:
         return "not configured: chat answers from retrieved memories and passages only"
-    from openai import OpenAI
+    import httpx  # the OpenAI SDK would cost the first check a second of imports
 
-    client = OpenAI(
-        base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY or "none", timeout=5, max_retries=0
-    )
     try:
-        models = [model.id for model in client.models.list()]
-    except Exception as exc:
+        response = httpx.get(
+            settings.LLM_BASE_URL.rstrip("/") + "/models",
+            headers={"Authorization": f"Bearer {settings.LLM_API_KEY or 'none'}"},
+            timeout=BUDGET_SECONDS,
+        )
+        response.raise_for_status()
+        models = [model.get("id") for model in response.json().get("data", [])]
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
         raise RuntimeError(f"LLM_BASE_URL={settings.LLM_BASE_URL} did not answer: {exc}") from exc
     known = "listed" if settings.LLM_MODEL in models else "not in the provider's model list"
     return f"{settings.LLM_MODEL} at {settings.LLM_BASE_URL} ({known})"

@@ -101,3 +101,9 @@ def test_health_answers_within_two_seconds_when_every_backend_hangs(client, sett
     assert (checks["graph"]["ok"], checks["llm"]["ok"]) == (False, False)
     assert checks["llm"]["detail"] == "no answer within 1.5 s"
     assert checks["database"]["ok"] and checks["vectors"]["ok"]
+
+
+def test_a_configured_llm_is_reported_with_its_model(client, fake_llm, fresh_stores):
+    checks = {check["concern"]: check for check in client.get("/api/v1/health").json()["checks"]}
+    assert checks["llm"]["ok"] is True
+    assert checks["llm"]["detail"].endswith("(listed)")

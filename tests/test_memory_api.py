@@ -267,6 +267,41 @@ def test_with_the_vector_store_down_writes_commit_and_sync_when_it_is_back(api, 
     assert api("post", "/memories/search", {"query": "outage"}).json()["notice"] == ""
 
 
+def test_with_the_qdrant_server_hanging_only_the_first_request_waits(api, settings, user):
+    """A socket that accepts and never answers: the first call waits QDRANT_TIMEOUT, the rest fail at once."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    settings.QDRANT_URL = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    settings.QDRANT_TIMEOUT = 1
+    stores.reset(embeddings=False)
+    try:
+        timings, ids = [], []
+        for content in ("Ana works at Acme", "用户住在上海", "Kofi manages the data team"):
+            started = time.perf_counter()
+            response = api("post", "/memories/", {"content": content, "memory_type": "semantic"})
+            timings.append(time.perf_counter() - started)
+            assert response.status_code == 201
+            ids.append(response.json()["id"])
+        started = time.perf_counter()
+        search = api("post", "/memories/search", {"query": "Who manages the data team?"})
+        timings.append(time.perf_counter() - started)
+    finally:
+        silent.close()
+        settings.QDRANT_URL = ""
+        stores.reset(embeddings=False)
+    assert timings[0] < 5 and max(timings[1:]) < 1.0, timings
+    assert search.status_code == 200 and "unavailable" in search.json()["notice"]
+    assert search.json()["results"][0]["id"] == ids[2]
+    assert set(Memory.objects.filter(pk__in=ids).values_list("mirror_state", flat=True)) <= {
+        MirrorState.PENDING,
+        MirrorState.FAILED,
+    }
+
+
 def test_read_your_writes_on_a_qdrant_server_too(api, settings):
     # qdrant-client's :memory: mode speaks the server's API: the production code path.
     settings.QDRANT_URL = ":memory:"

@@ -7,6 +7,7 @@ code path because no Qdrant server can be installed on the build machines.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -40,6 +41,9 @@ from .base import (
 )
 
 IN_MEMORY = ":memory:"
+# Once the server fails to answer, calls fail at once for this long before it is tried again: an outage costs one
+# request its timeout, not every request (the callers degrade: writes stay pending, search reads the database).
+RETRY_SECONDS = 30.0
 _DISTANCES = {"cosine": qm.Distance.COSINE, "dot": qm.Distance.DOT, "euclid": qm.Distance.EUCLID}
 
 
@@ -52,6 +56,7 @@ class QdrantServerStore(VectorStore):
         self.url = url
         self.prefix = prefix
         self._local = url == IN_MEMORY
+        self._down_until = 0.0
         if self._local:
             self._client = QdrantClient(location=IN_MEMORY)
         else:
@@ -218,7 +223,7 @@ class QdrantServerStore(VectorStore):
     # -- lifecycle -----------------------------------------------------------------------------------------
 
     def ping(self) -> str:
-        with self._errors(""):
+        with self._errors("", probe=True):
             collections = len(self._client.get_collections().collections)
             if self._local:
                 return f"qdrant-client in-memory ({collections} collections)"
@@ -231,16 +236,29 @@ class QdrantServerStore(VectorStore):
     # -- errors --------------------------------------------------------------------------------------------
 
     @contextmanager
-    def _errors(self, collection: str) -> Iterator[None]:
-        """Translate qdrant-client and httpx errors into VectorStoreError subclasses with advice."""
+    def _errors(self, collection: str, *, probe: bool = False) -> Iterator[None]:
+        """Translate qdrant-client and httpx errors into VectorStoreError subclasses with advice; while the
+        server is known to be down, fail at once (a probe, the health check, always asks the server)."""
+        wait = self._down_until - time.monotonic()
+        if wait > 0 and not probe:
+            raise VectorStoreUnavailable(
+                f"The Qdrant server at {self.url} did not answer a moment ago; it is tried again in {wait:.0f} s. "
+                "Check QDRANT_URL and that the server is running."
+            )
         try:
             yield
-        except VectorStoreError:
+            if probe:
+                self._down_until = 0.0
+        except VectorStoreError as exc:
+            self._note_outage(exc)
             raise
         except UnexpectedResponse as exc:
-            raise self._http_error(collection, exc) from exc
+            error = self._http_error(collection, exc)
+            self._note_outage(error)
+            raise error from exc
         except (ResponseHandlingException, httpx.HTTPError) as exc:
             cause = getattr(exc, "source", None) or exc
+            self._down_until = time.monotonic() + RETRY_SECONDS
             raise VectorStoreUnavailable(
                 f"Cannot reach the Qdrant server at {self.url} ({type(cause).__name__}: {cause}). "
                 "Check QDRANT_URL and that the server is running."
@@ -252,6 +270,10 @@ class QdrantServerStore(VectorStore):
             raise VectorStoreError(
                 f"Qdrant rejected the request for collection {self.name(collection)!r}: {exc}"
             ) from exc
+
+    def _note_outage(self, error: VectorStoreError) -> None:
+        if isinstance(error, VectorStoreUnavailable) and not self._local:
+            self._down_until = time.monotonic() + RETRY_SECONDS
 
     def _missing(self, collection: str) -> VectorStoreError:
         where = "in memory" if self._local else f"on the Qdrant server at {self.url}"
