@@ -170,6 +170,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2.0  # seconds a request may wait on a broker that does not answer
+# A broker (or result backend) that accepts connections and never answers would hold a publish forever.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
+CELERY_REDIS_SOCKET_TIMEOUT = 5.0
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2.0
 MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
 MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 # Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this

@@ -48,6 +48,23 @@ def forget_broker_connections(app) -> None:
     app._local.__dict__.pop("backend", None)
 
 
+@pytest.fixture(params=["closed", "hanging"])
+def dead_port(request):
+    """A port on 127.0.0.1 where a backend is down: nothing listens ("closed"), or a socket accepts connections
+    and never answers ("hanging", the harder case: only a timeout ends the wait)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        if request.param == "hanging":
+            sock.listen(64)
+        port = sock.getsockname()[1]
+        if request.param == "hanging":
+            yield port
+            return
+    yield port
+
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """Failure counters live in the process's cache; each test starts with none."""

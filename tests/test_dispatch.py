@@ -119,16 +119,15 @@ def test_periodic_work_runs_on_the_local_pool(settings, monkeypatch):
 
 @pytest.mark.django_db
 def test_with_the_broker_down_writes_answer_201_and_only_the_first_waits(
-    api, settings, django_capture_on_commit_callbacks
+    api, settings, django_capture_on_commit_callbacks, dead_port
 ):
     import time
 
     from config.celery import app
     from memories.models import Memory
     from tests.conftest import forget_broker_connections
-    from tests.served import free_port
 
-    closed = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    closed = f"redis://127.0.0.1:{dead_port}/0"
     settings.CELERY_BROKER_URL = closed
     settings.MNEMO_TASKS_EAGER = False
     app.conf.broker_url = closed

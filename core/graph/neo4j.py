@@ -37,6 +37,7 @@ class Neo4jGraphStore(GraphStore):
             uri,
             auth=auth,
             connection_timeout=3.0,
+            connection_acquisition_timeout=3.0,  # includes the Bolt handshake a hanging server never answers
             max_transaction_retry_time=3.0,
         )
         self._schema_ready = False
