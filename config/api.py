@@ -63,6 +63,11 @@ class MnemoAPI(NinjaAPI):
             for method, operation in operations.items():
                 for status, description in error_statuses(path, method, operation).items():
                     operation["responses"].setdefault(status, {"description": description, "content": error})
+                if operation.get("parameters"):
+                    # gunicorn answers this itself, as plain HTML, before the request reaches Mnemo.
+                    operation["responses"].setdefault(
+                        "414", {"description": "The request line is over the server's 4,094 bytes"}
+                    )
         return schema
 
 
