@@ -551,3 +551,38 @@ def test_search_can_return_only_some_payload_keys(filled: VectorStore) -> None:
         payload_keys=["importance"],
     )
     assert [hit.payload for hit in hits] == [{"importance": 0.9}, {"importance": 0.5}]
+
+
+def test_edge_flushes_written_collections_in_the_background_not_on_every_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setattr("core.vectorstore.edge.FLUSH_SECONDS", 0.1)
+    store = EdgeVectorStore(tmp_path)
+    store.ensure_collection(SPEC)
+    root = store._open()
+
+    class CountingShard:
+        def __init__(self, shard):
+            self.shard, self.flushes = shard, 0
+
+        def flush(self):
+            self.flushes += 1
+            self.shard.flush()
+
+        def __getattr__(self, name):
+            return getattr(self.shard, name)
+
+    counting = root.shards["memories"] = CountingShard(root.shards["memories"])
+    try:
+        for point_id in (A, B, C, D):
+            store.upsert("memories", [p for p in sample_points() if p.id == point_id])
+        assert counting.flushes == 0  # the writes returned without waiting for a flush
+        assert store.count("memories") == 4  # and are searchable already
+        deadline = time.monotonic() + 5
+        while counting.flushes == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert counting.flushes == 1  # one flush for the four writes
+    finally:
+        store.close()
