@@ -91,6 +91,16 @@ def session_for_key(*, user: AbstractBaseUser, key: str) -> AgentSession:
     return session
 
 
+def _save_mirrored(memory: Memory, **kwargs: Any) -> None:
+    """Save a memory that this service mirrors itself right after the commit (read-your-writes), so the save
+    signal does not queue a second mirror task that would embed and write the same vector again."""
+    memory.mirrored_by_service = True
+    try:
+        memory.save(**kwargs)
+    finally:
+        del memory.mirrored_by_service
+
+
 def _mirror_on_commit(memory_ids: Iterable[str]) -> None:
     ids = [str(memory_id) for memory_id in memory_ids]
     if ids:
@@ -190,7 +200,7 @@ def memory_create(
         created_at=created_at,
         **detail,
     )
-    memory.save()
+    _save_mirrored(memory)
     if extract_entities or (extract_entities is None and memory.memory_type == MemoryType.SEMANTIC):
         link_entities(memory)
         _enrich_with_llm(memory)
@@ -393,7 +403,7 @@ def memory_update(
             timezone.now() + WORKING_MEMORY_TTL if memory.memory_type == MemoryType.WORKING else None
         )
     memory.mirror_state = MirrorState.PENDING
-    memory.save()
+    _save_mirrored(memory)
     MemoryEdit.objects.create(memory=memory, editor=editor, api_key=api_key, via=via, changes=diff)
     if "content" in diff or memory.memory_type == MemoryType.SEMANTIC and "memory_type" in diff:
         link_entities(memory)
@@ -416,7 +426,7 @@ def memory_archive(*, memory: Memory, via: str, editor=None, api_key=None, archi
     )
     memory.archived_at = new_value
     memory.mirror_state = MirrorState.PENDING
-    memory.save(update_fields=["archived_at", "mirror_state", "updated_at"])
+    _save_mirrored(memory, update_fields=["archived_at", "mirror_state", "updated_at"])
     _mirror_on_commit([memory.pk])
     return memory
 
@@ -512,7 +522,7 @@ def memories_consolidate(
         memory.importance = min(1.0, memory.importance * CONSOLIDATION_BOOST)
         memory.expires_at = timezone.now() + WORKING_MEMORY_TTL if to_type == MemoryType.WORKING else None
         memory.mirror_state = MirrorState.PENDING
-        memory.save()
+        _save_mirrored(memory)
         MemoryEdit.objects.create(
             memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
         )

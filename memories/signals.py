@@ -15,6 +15,8 @@ from memories.tasks import mirror_entity_task, mirror_relation_task, sync_memory
 def mirror_memory(sender, instance: Memory, raw: bool = False, update_fields=None, **kwargs) -> None:
     if raw:  # loading fixtures: resync_mirrors covers them
         return
+    if getattr(instance, "mirrored_by_service", False):  # memories.services syncs it itself after the commit
+        return
     dispatch_on_commit(sync_memory, str(instance.pk))
 
 

@@ -414,3 +414,20 @@ def test_the_sweeper_mirrors_rows_written_while_the_store_was_unreachable(user):
     assert sync_unsynced_memories() == 1
     assert Memory.objects.get(pk=memory.pk).mirror_state == MirrorState.SYNCED
     assert mirror.memory_store().ids(mirror.COLLECTION) == [str(memory.pk)]
+
+
+def test_a_new_memory_is_embedded_and_written_to_the_vector_store_once(api, monkeypatch):
+    from core.vectorstore.edge import EdgeVectorStore
+
+    writes = []
+    upsert = EdgeVectorStore.upsert
+
+    def counting(self, collection, points):
+        writes.extend((collection, point.id) for point in points)
+        return upsert(self, collection, points)
+
+    monkeypatch.setattr(EdgeVectorStore, "upsert", counting)
+    created = api("post", "/memories/", {"content": "Kofi manages the data team", "memory_type": "semantic"})
+    edited = api("patch", f"/memories/{created.json()['id']}", {"content": "Kofi leads the data team"})
+    assert (created.status_code, edited.status_code) == (201, 200)
+    assert writes == [("memories", created.json()["id"])] * 2  # one write per change, not two
