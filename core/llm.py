@@ -119,23 +119,25 @@ class LLMClient:
                 stream_options={"include_usage": True},
                 **kwargs,
             )
-            for chunk in response:
-                if deadline is not None and time.monotonic() > deadline:
-                    response.close()
-                    raise LLMError(self._over_budget())
-                usage = chunk.usage or usage
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    text.append(delta.content)
-                    yield delta.content
-                for call in delta.tool_calls or []:
-                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = call.id or slot["id"]
-                    if call.function:
-                        slot["name"] += call.function.name or ""
-                        slot["arguments"] += call.function.arguments or ""
+            # Closed however the loop ends, also when the caller stops reading (its client went away), so the
+            # provider stops generating for nobody.
+            with response:
+                for chunk in response:
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise LLMError(self._over_budget())
+                    usage = chunk.usage or usage
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta
+                    if delta.content:
+                        text.append(delta.content)
+                        yield delta.content
+                    for call in delta.tool_calls or []:
+                        slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                        slot["id"] = call.id or slot["id"]
+                        if call.function:
+                            slot["name"] += call.function.name or ""
+                            slot["arguments"] += call.function.arguments or ""
         return Completion(
             text="".join(text),
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,

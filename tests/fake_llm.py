@@ -21,6 +21,7 @@ class FakeLLM:
         self.mode = "normal"
         self.requests: list[dict] = []
         self.malformed_sent = False
+        self.streams_abandoned = 0  # streams whose reader (Mnemo) closed the connection before the end
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -107,12 +108,15 @@ class FakeLLM:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for chunk in _chunks(reply):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                    if fake.mode == "drip":
-                        time.sleep(0.3)
-                self.wfile.write(b"data: [DONE]\n\n")
+                try:
+                    for chunk in _chunks(reply):
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if fake.mode == "drip":
+                            time.sleep(0.3)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.streams_abandoned += 1
 
         return Handler
 

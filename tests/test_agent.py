@@ -76,6 +76,28 @@ def test_a_turn_stops_at_its_budget_even_when_every_read_is_quick(fake_llm, mnem
     assert "longer than the 2 s a chat turn may take" in failed.value.message
 
 
+def test_a_streamed_turn_stops_asking_the_model_when_its_client_goes_away(fake_llm, live_server, write_key):
+    import httpx
+
+    fake_llm.mode = "drip"  # 40 words over 12 s
+    body = {
+        "model": "mnemo-agent",
+        "stream": True,
+        "messages": [{"role": "user", "content": "Tell me a story"}],
+    }
+    headers = {"X-API-Key": write_key}
+    with httpx.stream(
+        "POST", f"{live_server.url}/v1/chat/completions", json=body, headers=headers
+    ) as response:
+        for line in response.iter_lines():
+            if "slowly" in line:
+                break  # the client leaves after the first words
+    deadline = time.monotonic() + 6
+    while not fake_llm.streams_abandoned and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fake_llm.streams_abandoned == 1  # Mnemo hung up on the model, long before its 12 s answer ended
+
+
 def test_a_provider_error_is_a_502_with_a_clear_message(fake_llm, mnemo):
     fake_llm.mode = "error"
     with pytest.raises(APIStatusError) as failed:
