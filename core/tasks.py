@@ -2,14 +2,8 @@ from celery import shared_task
 
 
 @shared_task(name="core.ping")
-def ping(value: str) -> str:
-    """A task with no side effects, used to prove the worker path end to end."""
-    return f"pong:{value}"
+def ping(value: str) -> dict:
+    """A task with no side effects that says which process ran it: proves the worker path end to end."""
+    import os
 
-
-@shared_task(name="core.write_marker")
-def write_marker(path: str, text: str) -> str:
-    """Write `text` to `path`: lets a test see that a dispatched task ran in another process."""
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
+    return {"pong": value, "pid": os.getpid()}

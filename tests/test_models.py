@@ -3,7 +3,7 @@ import uuid
 import pytest
 from django.apps import apps
 from django.contrib import admin
-from django.db import IntegrityError, connection
+from django.db import IntegrityError
 
 from agents.models import AgentSession, ChatMessage
 from knowledge.models import Chunk, Document
@@ -32,13 +32,25 @@ def test_mirrored_models_carry_a_mirror_state(model):
     assert {"mirror_state", "mirror_error", "mirrored_at"} <= {f.name for f in model._meta.get_fields()}
 
 
-def test_sqlite_runs_in_wal_mode():
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite only")
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA journal_mode")
-        # The test database lives in memory, where SQLite reports "memory"; a file database reports "wal".
-        assert cursor.fetchone()[0] in {"wal", "memory"}
+def test_sqlite_runs_in_wal_mode(tmp_path):
+    """On the file database `make run` uses (the test database lives in memory, which has no WAL)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    environ |= {"MNEMO_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    query = "from django.db import connection; c = connection.cursor(); c.execute('PRAGMA journal_mode'); "
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", query + "print(c.fetchone()[0])"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.strip().splitlines()[-1] == "wal", result.stderr
 
 
 def test_working_memory_gets_a_ttl_and_a_token_count(user):
