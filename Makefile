@@ -8,7 +8,7 @@ export MNEMO_DATA_DIR ?= $(CURDIR)/var
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: run test install lint bench clean apt-test-packages
+.PHONY: run test install lint bench clean apt-test-packages npm-available
 
 $(VENV)/.installed: pyproject.toml node_modules/.installed
 	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml node_modules/.installed
 	@touch $@
 
 # The graph explorer's cytoscape comes from npm; Django serves it from node_modules as a static dir.
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json | npm-available
 	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -35,6 +35,11 @@ run: $(VENV)/.installed
 	@echo "Serving Mnemo at http://127.0.0.1:8000 (API docs: http://127.0.0.1:8000/api/v1/docs). Ctrl-C stops it."
 	@# One process owns the embedded stores (SQLite writer, Qdrant Edge); threads serve requests concurrently.
 	exec $(VENV)/bin/gunicorn config.wsgi --bind 127.0.0.1:8000 --workers 1 --threads 8 --timeout 120 --access-logfile -
+
+# `make run` needs npm for the front-end libraries: Debian's nodejs and npm when it is not on PATH.
+npm-available:
+	@command -v npm >/dev/null || { echo "Installing nodejs npm"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 
 apt-test-packages:
 	@missing=$$(for p in $(APT_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
