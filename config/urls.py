@@ -3,7 +3,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
-from console import views as console_views
 from core.forms import AdminSignInForm
 from core.views import SignInView
 from memories import graph_views
@@ -13,7 +12,7 @@ handler404 = "core.views.not_found"
 handler500 = "core.views.server_error"
 
 urlpatterns = [
-    path("", include("core.urls")),
+    path("", include("console.urls")),
     path("memories/", include("memories.urls")),
     path("graph/", graph_views.graph_page, name="graph"),
     path("graph/data/", graph_views.graph_data, name="graph_data"),
@@ -23,9 +22,6 @@ urlpatterns = [
         "graph/relations/<uuid:pk>/memories/", graph_views.relation_memories, name="graph_relation_memories"
     ),
     path("knowledge/", include("knowledge.urls")),
-    path("evaluation/", include("console.urls")),
-    path("data/export/", console_views.data_export, name="data_export"),
-    path("data/import/", console_views.data_import, name="data_import"),
     path("", include("agents.urls")),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

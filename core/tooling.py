@@ -1,6 +1,7 @@
 """What the agent tools (MemoryTool, RAGTool) share: typed parameters, replies and the tool's user."""
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -10,7 +11,6 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from core.limits import InputRejected
-from memories.models import MemoryType
 
 
 def is_finite_number(value: Any) -> bool:
@@ -83,24 +83,23 @@ class Params:
             raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
         return value
 
-    def memory_type(self, name: str, default: str | None) -> str | None:
+    def choice(self, name: str, default: str | None, allowed: Sequence[str]) -> str | None:
         value = self.text(name, default)
-        if value is not None and value not in MemoryType.values:
-            raise ToolInputError(
-                f"parameter '{name}' must be one of {', '.join(MemoryType.values)}, got {value!r}"
-            )
+        if value is not None and value not in allowed:
+            raise ToolInputError(f"parameter '{name}' must be one of {', '.join(allowed)}, got {value!r}")
         return value
 
-    def memory_types(self) -> list[str] | None:
-        value = self.raw.get("memory_types", self.raw.get("memory_type"))
+    def choices(self, name: str, allowed: Sequence[str], *, alias: str | None = None) -> list[str] | None:
+        """A name or a list of names from ``allowed`` (``alias``: the singular a caller may send instead)."""
+        value = self.raw.get(name, self.raw.get(alias) if alias else None)
         if value in (None, "", []):
             return None
         values = [value] if isinstance(value, str) else value
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ToolInputError("parameter 'memory_types' must be a type name or a list of them")
-        unknown = [v for v in values if v not in MemoryType.values]
+            raise ToolInputError(f"parameter '{name}' must be a type name or a list of them")
+        unknown = [v for v in values if v not in allowed]
         if unknown:
-            raise ToolInputError(f"unknown memory type(s) {unknown}; valid: {', '.join(MemoryType.values)}")
+            raise ToolInputError(f"unknown value(s) {unknown} in '{name}'; valid: {', '.join(allowed)}")
         return values
 
     def time_range(self) -> tuple[datetime | None, datetime | None] | None:

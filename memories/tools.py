@@ -70,7 +70,7 @@ class MemoryTool(ActionTool):
 
     def _add(self, params: Params) -> ToolReply:
         content = params.text("content", required=True)
-        memory_type = params.memory_type("memory_type", MemoryType.WORKING)
+        memory_type = params.choice("memory_type", MemoryType.WORKING, MemoryType.values)
         importance = params.number("importance", 0.5, low=0.0, high=1.0)
         known = {"content", "memory_type", "importance", "file_path", "modality", "created_at", *EPISODE_KEYS}
         # Hello-Agents silently dropped extra keys (event_type, concept, …); keep them as metadata instead.
@@ -106,7 +106,7 @@ class MemoryTool(ActionTool):
             user=self.user,
             query=query,
             limit=params.integer("limit", 5, high=100),
-            memory_types=params.memory_types(),
+            memory_types=params.choices("memory_types", MemoryType.values, alias="memory_type"),
             min_importance=params.number("min_importance", 0.1, low=0.0, high=1.0),
             session=self._named_session(params),
             time_range=params.time_range(),
@@ -228,7 +228,7 @@ class MemoryTool(ActionTool):
         if params.raw.get("importance") is not None:
             changes["importance"] = params.number("importance", 0.5, low=0.0, high=1.0)
         if params.raw.get("memory_type") is not None:
-            changes["memory_type"] = params.memory_type("memory_type", None)
+            changes["memory_type"] = params.choice("memory_type", None, MemoryType.values)
         if not changes:
             raise ToolInputError("give at least one of 'content', 'importance', 'memory_type' to update")
         services.memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
@@ -251,15 +251,15 @@ class MemoryTool(ActionTool):
             strategy=strategy,
             threshold=params.number("threshold", 0.1, low=0.0, high=1.0),
             max_age_days=params.number("max_age_days", 30, low=0.0),
-            memory_types=params.memory_types(),
+            memory_types=params.choices("memory_types", MemoryType.values, alias="memory_type"),
         )
         return ToolReply(
             True, f"🧹 已遗忘 {count} 条记忆（策略: {strategy}）", {"forgotten": count, "strategy": strategy}
         )
 
     def _consolidate(self, params: Params) -> ToolReply:
-        from_type = params.memory_type("from_type", MemoryType.WORKING)
-        to_type = params.memory_type("to_type", MemoryType.EPISODIC)
+        from_type = params.choice("from_type", MemoryType.WORKING, MemoryType.values)
+        to_type = params.choice("to_type", MemoryType.EPISODIC, MemoryType.values)
         threshold = params.number("importance_threshold", 0.7, low=0.0, high=1.0)
         promoted = services.memories_consolidate(
             user=self.user, from_type=from_type, to_type=to_type, importance_threshold=threshold

@@ -1,5 +1,6 @@
 """The default graph store: the Entity and Relation tables are the graph, walked hop by hop in SQL."""
 
+from django.apps import apps
 from django.db import connection
 
 from core.graph.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
@@ -30,8 +31,8 @@ class SqlGraphStore(GraphStore):
     def neighbors(
         self, user_id: str, entity_ids: list[str], depth: int = 1, limit: int = 300
     ) -> list[Neighbor]:
-        from memories.models import Relation
-
+        # By the app registry, not an import: core sits below the apps whose tables it reads.
+        Relation = apps.get_model("memories", "Relation")
         check_depth(depth)
         seen = {str(entity_id) for entity_id in entity_ids}
         frontier = set(seen)

@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings as django_settings
 from playwright.sync_api import Page, expect
 
-from core.demo import load_demo_data
+from console.demo import load_demo_data
 from memories.models import Entity, Memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from config.env import env_str
-from core.demo import ensure_demo_user, load_demo_data
+from console.demo import ensure_demo_user, load_demo_data
 
 
 class Command(BaseCommand):

@@ -1,0 +1,52 @@
+"""Imports point down: core is the foundation and imports no app; knowledge stands alone; nothing imports the
+console but the project's configuration. An arrow that runs back up fails here."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = {"core", "memories", "knowledge", "agents", "console"}
+# What each package must never import. memories ↔ agents still share AgentSession (issue 13).
+FORBIDDEN = {
+    "core": {"memories", "knowledge", "agents", "console"},
+    "knowledge": {"memories", "agents", "console"},
+    "memories": {"console"},
+    "agents": {"console"},
+}
+
+
+def imported_packages(path: Path) -> dict[str, int]:
+    """Top-level project packages a module imports, anywhere in it (functions too), with the first line."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top in APPS:
+                found.setdefault(top, node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_imports_point_down(package):
+    upward = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "migrations" not in path.parts
+        for target, line in imported_packages(path).items()
+        if target in FORBIDDEN[package]
+    ]
+    assert upward == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from memories.models import Memory\n")
+    assert imported_packages(module) == {"memories": 2}
