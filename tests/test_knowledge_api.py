@@ -229,3 +229,33 @@ def test_cancel_stops_an_ingestion(client, write_key, user):
     document_cancel(document=document)
     assert ingest(str(document.pk)).status == "cancelled"
     assert not Chunk.objects.exists()
+
+
+def test_a_chunk_deleted_by_any_path_leaves_no_point_and_resync_removes_orphans(client, write_key):
+    from django.core.management import call_command
+
+    from core.vectorstore import Point
+
+    def points() -> set[str]:
+        return set(chunk_store().ids(COLLECTION))
+
+    text = GUIDE + "\n## 第三节\n\n第三段讲如何删除文档。\n"
+    document_id = upload(
+        client, write_key, "guide.md", text.encode(), chunk_size="100", chunk_overlap="0"
+    ).json()
+    chunks = list(Chunk.objects.filter(document_id=document_id["id"]).order_by("ordinal"))
+    assert len(chunks) >= 3 and points() == {str(chunk.pk) for chunk in chunks}
+
+    Chunk.objects.filter(pk=chunks[0].pk).delete()  # a queryset, not the service
+    chunks[1].delete()  # a model instance, as the admin does
+    assert points() == {str(chunk.pk) for chunk in chunks[2:]}
+
+    Document.objects.filter(pk=document_id["id"]).delete()  # the cascade takes the other chunks
+    assert points() == set()
+
+    # A point whose row went without any signal (raw SQL, a lost task): resync_mirrors removes it.
+    stray = str(uuid.uuid4())
+    dense = {name: [0.1] * size for name, size in stores.embedding_set().dimensions.items()}
+    chunk_store().upsert(COLLECTION, [Point(stray, dense=dense, payload={"user_id": "0"})])
+    call_command("resync_mirrors", stdout=open("/dev/null", "w"))
+    assert points() == set()

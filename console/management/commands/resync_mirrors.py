@@ -9,7 +9,7 @@ from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
 from knowledge.services import COLLECTION as CHUNK_COLLECTION
-from knowledge.services import sync_chunks
+from knowledge.services import chunk_store, sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import Entity, Memory, Relation
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         try:
             for start in range(0, len(ids), BATCH):
                 mirror.sync_memories(ids[start : start + BATCH])
-            orphans = self._orphans()
+            orphans = self._orphans() + self._chunk_orphans()
             chunk_ids = self._chunks() if all else []
         except VectorStoreError as exc:
             raise CommandError(f"vector store: {exc}") from None
@@ -94,6 +94,15 @@ class Command(BaseCommand):
         for relation_id in relation_ids:
             mirror_relation(relation_id)
         return len(entity_ids), len(relation_ids)
+
+    def _chunk_orphans(self) -> int:
+        """Points whose chunk row is gone (a delete whose mirror task was lost)."""
+        store = chunk_store()
+        live = {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
+        orphaned = [point_id for point_id in store.ids(CHUNK_COLLECTION) if point_id not in live]
+        if orphaned:
+            store.delete(CHUNK_COLLECTION, orphaned)
+        return len(orphaned)
 
     def _orphans(self) -> int:
         """Points whose memory row is gone or archived (a delete whose mirror task was lost)."""
