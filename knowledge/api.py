@@ -178,9 +178,7 @@ def upload_document(
 @router.get("/documents", response=list[DocumentOut], summary="List documents")
 @paginate(BoundedLimitOffset)
 def list_documents(request: HttpRequest, filters: Query[DocumentFilter]):
-    from django.db.models import Count
-
-    documents = Document.objects.for_user(_owner(request)).annotate(chunk_count=Count("chunks"))
+    documents = Document.objects.for_user(_owner(request)).with_chunk_count()
     if filters.namespace:
         documents = documents.filter(namespace=filters.namespace)
     if filters.status:

@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Coalesce
 
 from core.models import MirroredModel, TimeStampedModel
 
@@ -19,6 +20,18 @@ class DocumentStatus(models.TextChoices):
 class DocumentQuerySet(models.QuerySet):
     def for_user(self, user):
         return self.filter(user=user)
+
+    def with_chunk_count(self):
+        """Each document's chunk count as a correlated subquery: a GROUP BY over documents would group by every
+        column, the whole Markdown included (1.35 s for one 2 MB document)."""
+        chunks = (
+            Chunk.objects.filter(document=models.OuterRef("pk"))
+            .order_by()
+            .values("document")
+            .annotate(n=models.Count("pk"))
+            .values("n")
+        )
+        return self.annotate(chunk_count=Coalesce(models.Subquery(chunks), 0))
 
 
 class Document(TimeStampedModel):

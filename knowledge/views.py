@@ -15,7 +15,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -50,11 +50,6 @@ CHANGED_EVENT = "documents-changed"  # the library table listens for it and relo
 
 def _owned(request: HttpRequest) -> QuerySet[Document]:
     return Document.objects.for_user(request.user)
-
-
-def _with_counts(documents: QuerySet[Document]) -> QuerySet[Document]:
-    # One grouped query for the whole page instead of a COUNT per row.
-    return documents.annotate(chunk_count=Count("chunks"))
 
 
 def _document(request: HttpRequest, pk: uuid.UUID) -> Document:
@@ -96,7 +91,7 @@ def _library(request: HttpRequest, namespaces: list[str]) -> dict:
     form = LibraryFilterForm(request.GET, namespaces=namespaces)
     form.is_valid()
     filters = form.filters
-    documents = _with_counts(_owned(request)).order_by("-created_at", "-id")
+    documents = _owned(request).with_chunk_count().order_by("-created_at", "-id")
     if "namespace" in filters:
         documents = documents.filter(namespace=filters["namespace"])
     if filters.get("status") == ACTIVE:
@@ -211,7 +206,7 @@ def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
 
 
 def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **extra) -> HttpResponse:
-    document = get_object_or_404(_with_counts(_owned(request)), pk=pk)
+    document = get_object_or_404(_owned(request).with_chunk_count(), pk=pk)
     context = {"document": document, "active_states": services.ACTIVE_STATES, **extra}
     return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
 
