@@ -7,7 +7,6 @@ retries failures with exponential backoff itself, because eager Celery retries w
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
@@ -17,6 +16,8 @@ from celery import Task
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
+from core.breaker import Breaker
+
 logger = logging.getLogger(__name__)
 
 _pool: ThreadPoolExecutor | None = None
@@ -25,10 +26,8 @@ _pending: set[Future] = set()
 LOCAL_MAX_RETRIES = 6
 LOCAL_BACKOFF_SECONDS = 2.0
 # A task is asked for after its write committed. When the broker cannot take it, the write still stands and the
-# task is left to the sweeps (mirror sweep, stalled documents) instead of failing the request; the broker is
-# then not tried again for this long, so an outage costs one request a connection timeout, not every request.
-BROKER_RETRY_SECONDS = 30.0
-_broker_down_until = 0.0
+# task is left to the sweeps (mirror sweep, stalled documents) instead of failing the request.
+broker_breaker = Breaker()
 
 
 def uses_celery() -> bool:
@@ -85,15 +84,14 @@ def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
 
 def _send(task: Task, args: tuple, kwargs: dict) -> Any:
     """The task to the broker, or None (and a warning) while the broker is unreachable."""
-    global _broker_down_until
-    if time.monotonic() < _broker_down_until:
+    if broker_breaker.remaining():
         logger.warning("broker still unreachable: %s left for the sweep", task.name)
         return None
     try:
         # No publish retries: kombu's default spends ~20 s on them while the request waits.
         return task.apply_async(args=args, kwargs=kwargs, retry=False)
     except Exception as exc:  # kombu's OperationalError and socket errors alike mean "not sent"
-        _broker_down_until = time.monotonic() + BROKER_RETRY_SECONDS
+        broker_breaker.trip()
         logger.warning("broker unreachable (%s): %s left for the sweep", exc, task.name)
         return None
 

@@ -6,12 +6,13 @@ serves requests (or runs the worker pool) should take it, not every management c
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+from core.breaker import Breaker
 
 if TYPE_CHECKING:  # the backends import heavy libraries: load them on first use, not at start-up
     from core.embeddings import EmbeddingSet
@@ -21,11 +22,9 @@ if TYPE_CHECKING:  # the backends import heavy libraries: load them on first use
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 
-# Once the graph server fails, reads go to the SQL graph (the Entity/Relation tables it mirrors) for this long
-# before the server is tried again: an outage costs one request its timeout, not every request.
-GRAPH_RETRY_SECONDS = 30.0
+# While the graph server is down, reads go to the SQL graph (the Entity/Relation tables it mirrors).
+graph_breaker = Breaker()
 GRAPH_FALLBACK_NOTICE = "The graph server is unreachable; graph links come from the database meanwhile."
-_graph_down_until = 0.0
 
 
 def vector_store() -> "VectorStore":
@@ -62,19 +61,18 @@ def graph_store() -> "GraphStore":
 def read_graph[T](read: Callable[["GraphStore"], T]) -> tuple[T, str]:
     """`read` on the configured graph store, or on the SQL graph while that store is unreachable; and a notice
     for the user when the fallback answered."""
-    global _graph_down_until
     from core.graph.base import GraphStoreUnavailable
     from core.graph.sql import SqlGraphStore
 
     primary = graph_store()
     if isinstance(primary, SqlGraphStore):
         return read(primary), ""
-    if time.monotonic() >= _graph_down_until:
+    if not graph_breaker.remaining():
         try:
             return read(primary), ""
         except GraphStoreUnavailable as exc:
-            logger.warning("graph reads fall back to SQL for %.0f s: %s", GRAPH_RETRY_SECONDS, exc)
-            _graph_down_until = time.monotonic() + GRAPH_RETRY_SECONDS
+            logger.warning("graph reads fall back to SQL for %.0f s: %s", graph_breaker.seconds, exc)
+            graph_breaker.trip()
     return read(SqlGraphStore()), GRAPH_FALLBACK_NOTICE
 
 
@@ -92,9 +90,8 @@ def embedding_set() -> "EmbeddingSet":
 
 def reset(*, embeddings: bool = True) -> None:
     """Close and forget the handles (tests that switch settings, and shutdown); models are costly to reload."""
-    global _graph_down_until
     with _lock:
-        _graph_down_until = 0.0
+        graph_breaker.reset()
         for opener in (_vector_store, graph_store):
             if opener.cache_info().currsize:
                 opener().close()

@@ -102,7 +102,7 @@ def celery_settings(settings, redis_url):
     settings.CELERY_BROKER_URL = redis_url
     app.conf.broker_url = redis_url
     app.conf.result_backend = redis_url
-    dispatch._broker_down_until = 0.0  # no outage carried over from another test
+    dispatch.broker_breaker.reset()  # no outage carried over from another test
     forget_broker_connections(app)
     yield
     app.conf.broker_url = None

@@ -139,7 +139,7 @@ def test_with_the_broker_down_writes_answer_201_and_only_the_first_waits(
     settings.CELERY_BROKER_URL = closed
     settings.MNEMO_TASKS_EAGER = False
     app.conf.broker_url = closed
-    dispatch._broker_down_until = 0.0
+    dispatch.broker_breaker.reset()
     try:
         timings = []
         for content in ("Ana works at Acme", "用户住在上海"):
@@ -152,5 +152,5 @@ def test_with_the_broker_down_writes_answer_201_and_only_the_first_waits(
         assert timings[0] < 10 and timings[1] < 1.5  # the breaker: no second wait on the dead broker
     finally:
         app.conf.broker_url = None
-        dispatch._broker_down_until = 0.0
+        dispatch.broker_breaker.reset()
         forget_broker_connections(app)

@@ -509,10 +509,10 @@ def test_server_errors_are_unavailable_and_missing_collections_are_errors(
     with pytest.raises(VectorStoreUnavailable, match="HTTP 503"):
         store.count("memories")
     handler.status = 404
-    # The server failed a moment ago: calls fail at once until RETRY_SECONDS have passed.
+    # The server failed a moment ago: calls fail at once until its breaker's time has passed.
     with pytest.raises(VectorStoreUnavailable, match="did not answer a moment ago"):
         store.count("memories")
-    store._down_until = 0.0
+    store.breaker.reset()
     with pytest.raises(VectorStoreError, match="'mnemo_memories' does not exist") as excinfo:
         store.count("memories")
     assert not isinstance(excinfo.value, VectorStoreUnavailable)

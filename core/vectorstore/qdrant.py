@@ -7,7 +7,6 @@ code path because no Qdrant server can be installed on the build machines.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +15,8 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from core.breaker import Breaker
 
 from .base import (
     AnyCondition,
@@ -41,9 +42,6 @@ from .base import (
 )
 
 IN_MEMORY = ":memory:"
-# Once the server fails to answer, calls fail at once for this long before it is tried again: an outage costs one
-# request its timeout, not every request (the callers degrade: writes stay pending, search reads the database).
-RETRY_SECONDS = 30.0
 _DISTANCES = {"cosine": qm.Distance.COSINE, "dot": qm.Distance.DOT, "euclid": qm.Distance.EUCLID}
 
 
@@ -56,7 +54,9 @@ class QdrantServerStore(VectorStore):
         self.url = url
         self.prefix = prefix
         self._local = url == IN_MEMORY
-        self._down_until = 0.0
+        # While the server is down calls fail at once; the callers degrade (writes stay pending, search reads
+        # the database).
+        self.breaker = Breaker()
         if self._local:
             self._client = QdrantClient(location=IN_MEMORY)
         else:
@@ -239,8 +239,8 @@ class QdrantServerStore(VectorStore):
     def _errors(self, collection: str, *, probe: bool = False) -> Iterator[None]:
         """Translate qdrant-client and httpx errors into VectorStoreError subclasses with advice; while the
         server is known to be down, fail at once (a probe, the health check, always asks the server)."""
-        wait = self._down_until - time.monotonic()
-        if wait > 0 and not probe:
+        wait = self.breaker.remaining()
+        if wait and not probe:
             raise VectorStoreUnavailable(
                 f"The Qdrant server at {self.url} did not answer a moment ago; it is tried again in {wait:.0f} s. "
                 "Check QDRANT_URL and that the server is running."
@@ -248,7 +248,7 @@ class QdrantServerStore(VectorStore):
         try:
             yield
             if probe:
-                self._down_until = 0.0
+                self.breaker.reset()
         except VectorStoreError as exc:
             self._note_outage(exc)
             raise
@@ -258,7 +258,7 @@ class QdrantServerStore(VectorStore):
             raise error from exc
         except (ResponseHandlingException, httpx.HTTPError) as exc:
             cause = getattr(exc, "source", None) or exc
-            self._down_until = time.monotonic() + RETRY_SECONDS
+            self.breaker.trip()
             raise VectorStoreUnavailable(
                 f"Cannot reach the Qdrant server at {self.url} ({type(cause).__name__}: {cause}). "
                 "Check QDRANT_URL and that the server is running."
@@ -273,7 +273,7 @@ class QdrantServerStore(VectorStore):
 
     def _note_outage(self, error: VectorStoreError) -> None:
         if isinstance(error, VectorStoreUnavailable) and not self._local:
-            self._down_until = time.monotonic() + RETRY_SECONDS
+            self.breaker.trip()
 
     def _missing(self, collection: str) -> VectorStoreError:
         where = "in memory" if self._local else f"on the Qdrant server at {self.url}"
