@@ -117,9 +117,8 @@ class _OpenRoot:
         for shard in shards:  # outside the lock: a flush takes milliseconds, and searches open shards
             try:
                 shard.flush()
-            except (
-                Exception
-            ) as exc:  # closed meanwhile (close() flushes it), or the disk failed: the WAL has it
+            # Closed meanwhile (close() flushes it), or the disk failed: the write-ahead log still has the writes.
+            except Exception as exc:
                 logger.warning("flushing a vector collection under %s failed: %s", self.path, exc)
 
     def shard(self, name: str, create: qe.EdgeConfig | None = None) -> qe.EdgeShard:

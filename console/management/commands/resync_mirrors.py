@@ -97,18 +97,19 @@ class Command(BaseCommand):
 
     def _chunk_orphans(self) -> int:
         """Points whose chunk row is gone (a delete whose mirror task was lost)."""
-        store = chunk_store()
-        live = {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
-        orphaned = [point_id for point_id in store.ids(CHUNK_COLLECTION) if point_id not in live]
-        if orphaned:
-            store.delete(CHUNK_COLLECTION, orphaned)
-        return len(orphaned)
+        return _remove_orphans(chunk_store(), CHUNK_COLLECTION, Chunk.objects.all())
 
     def _orphans(self) -> int:
         """Points whose memory row is gone or archived (a delete whose mirror task was lost)."""
-        store = mirror.memory_store()
-        live = {str(pk) for pk in Memory.objects.filter(archived_at=None).values_list("pk", flat=True)}
-        orphaned = [point_id for point_id in store.ids(mirror.COLLECTION) if point_id not in live]
-        if orphaned:
-            store.delete(mirror.COLLECTION, orphaned)
-        return len(orphaned)
+        return _remove_orphans(
+            mirror.memory_store(), mirror.COLLECTION, Memory.objects.filter(archived_at=None)
+        )
+
+
+def _remove_orphans(store, collection: str, live_rows) -> int:
+    """Delete the points of `collection` that no row of `live_rows` stands for; returns how many."""
+    live = {str(pk) for pk in live_rows.values_list("pk", flat=True)}
+    orphaned = [point_id for point_id in store.ids(collection) if point_id not in live]
+    if orphaned:
+        store.delete(collection, orphaned)
+    return len(orphaned)
