@@ -118,15 +118,18 @@ class Agent:
         saved = []
         importance = 0.8 if IMPORTANT_TURN.search(text) else 0.5
         try:
-            working = memory_services.memory_create(
+            working = memory_services.memory_write(
                 user=self.user,
                 content=text[:4000],
                 memory_type=MemoryType.WORKING,
                 importance=importance,
                 session=self.session,
                 source_message=message,
+                via=self._via,
+                api_key=self.api_key,
             )
-            saved.append(str(working.pk))
+            if working.stored:
+                saved.append(str(working.memory.pk))
         except memory_services.MemoryRequestError as exc:
             logger.info("turn not kept in working memory: %s", exc)
         if self.llm is None:
@@ -135,25 +138,23 @@ class Agent:
                     pattern.search(sentence) for pattern in FACT_PATTERNS
                 ):
                     continue  # a question about oneself ("what do I like?") states no fact
-                if not self._known(sentence):
-                    fact = memory_services.memory_create(
-                        user=self.user,
-                        content=sentence,
-                        memory_type=MemoryType.SEMANTIC,
-                        importance=0.8,
-                        session=self.session,
-                        source_message=message,
-                    )
-                    saved.append(str(fact.pk))
+                written = memory_services.memory_write(
+                    user=self.user,
+                    content=sentence,
+                    memory_type=MemoryType.SEMANTIC,
+                    importance=0.8,
+                    session=self.session,
+                    source_message=message,
+                    via=self._via,
+                    api_key=self.api_key,
+                )
+                if written.stored:  # a repeat of a known fact is counted on it, not saved again
+                    saved.append(str(written.memory.pk))
         return saved
 
-    def _known(self, sentence: str) -> bool:
-        """Already a memory (e.g. the user repeating what the agent just showed them): never store it twice."""
-        return (
-            Memory.objects.filter(user=self.user, content__iexact=sentence.strip())
-            .exclude(memory_type=MemoryType.WORKING)
-            .exists()
-        )
+    @property
+    def _via(self) -> str:
+        return EditVia.API if self.api_key else EditVia.CHAT
 
     def _consolidate_if_due(self) -> None:
         important = Memory.objects.filter(
@@ -185,7 +186,7 @@ class Agent:
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in hits],
             query=text,
-            via=EditVia.API if self.api_key else EditVia.PAGE,
+            via=self._via,
             api_key=self.api_key,
             session=self.session,
         )

@@ -54,6 +54,10 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                     "maximum": 1,
                     "description": "Default: 0.1.",
                 },
+                "include_superseded": {
+                    "type": "boolean",
+                    "description": "Also return facts a newer fact replaced (history). Default: false.",
+                },
             },
             ["query"],
         ),

@@ -32,7 +32,7 @@ from knowledge.models import Chunk, Document
 from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
-from memories.models import Entity, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
 
 FORMAT = "mnemo-user-export"
 VERSION = 1
@@ -43,6 +43,7 @@ MODELS = (
     Document,
     Chunk,
     Memory,
+    Fact,
     MemoryEdit,
     MemoryAccess,
     Entity,
@@ -52,7 +53,7 @@ MODELS = (
     EvaluationRun,
 )
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
-RENUMBERED = (MemoryAccess, GoldenQuestion, EvaluationRun)
+RENUMBERED = (Fact, MemoryAccess, GoldenQuestion, EvaluationRun)
 FILE_FIELDS = {Document: "file", Memory: "file"}
 MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
 

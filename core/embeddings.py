@@ -21,6 +21,7 @@ import hashlib
 import os
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -475,9 +476,15 @@ def _short(message: str, limit: int = 200) -> str:
 class EmbeddingSet:
     """The named dense vectors stored per point, and how a query weighs them."""
 
+    #: Recently embedded documents: a new memory is embedded to look for its near-duplicates and again by the
+    #: vector mirror right after the commit; the second embedding comes from here.
+    RECENT_DOCUMENTS = 4096
+
     def __init__(self, embedders: Sequence[Embedder], label: str = "custom") -> None:
         if not embedders:
             raise ValueError("an EmbeddingSet needs at least one embedder")
+        self._recent: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
+        self._recent_lock = threading.Lock()
         self.spaces: dict[str, Embedder] = {}
         for embedder in embedders:
             if embedder.name in self.spaces:
@@ -491,7 +498,22 @@ class EmbeddingSet:
 
     def embed_documents(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Every space for every text: a point needs all its named vectors to be found from any query."""
-        return {name: embedder.embed(texts) for name, embedder in self.spaces.items()}
+        with self._recent_lock:
+            known = {text: self._recent[text] for text in texts if text in self._recent}
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            fresh = {name: embedder.embed(missing) for name, embedder in self.spaces.items()}
+            with self._recent_lock:
+                for index, text in enumerate(missing):
+                    known[text] = self._recent[text] = {name: rows[index] for name, rows in fresh.items()}
+                while len(self._recent) > self.RECENT_DOCUMENTS:
+                    self._recent.popitem(last=False)
+        return {
+            name: np.stack([known[text][name] for text in texts])
+            if texts
+            else np.zeros((0, embedder.dimension), dtype=np.float32)
+            for name, embedder in self.spaces.items()
+        }
 
     def embed_query(self, text: str) -> dict[str, np.ndarray]:
         return {name: embedder.embed_query(text) for name, embedder in self.spaces.items()}

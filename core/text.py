@@ -5,8 +5,10 @@ need no download (tiktoken fetches its encodings at first use) and a Chinese sen
 character, as LLM tokenizers roughly do, instead of one token for the whole run of characters.
 """
 
+import hashlib
 import re
 import threading
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -172,3 +174,44 @@ def without_paths(text: str) -> str:
     """`text` with the server's file paths replaced by "<path>": error messages and the public health check
     reach people who have no business knowing how the server's disk is laid out."""
     return _ABSOLUTE_PATH.sub("<path>", text)
+
+
+_TRAILING_MARKS = " \t\n.。!！?？;；,，、~…"
+
+
+def fingerprint(text: str) -> str:
+    """SHA-256 of a text as a reader compares it: NFKC (full-width and Kangxi look-alikes fold), case-folded,
+    runs of whitespace as one space, trailing punctuation dropped. Equal fingerprints mean an exact duplicate."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(_TRAILING_MARKS)
+    return hashlib.sha256(folded.encode()).hexdigest()
+
+
+# Words that reverse a statement: never dropped as stop words, or "I don't drink coffee" would read as "drink coffee".
+_NEGATIONS = frozenset(
+    "not no never nothing none neither nor cannot don doesn didn isn aren wasn weren won can 不 没 没有 别 无 非 未".split()
+)
+# How a memory names its owner: "I", "the user", "我", "用户" are the same person.
+_SELF_WORDS = frozenset({"user", "用户", "我"})
+
+
+@cache
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS as ENGLISH
+    from spacy.lang.zh.stop_words import STOP_WORDS as CHINESE
+
+    return frozenset(ENGLISH | CHINESE | _SELF_WORDS) - _NEGATIONS
+
+
+def content_words(text: str) -> set[str]:
+    """The words that carry a text's meaning, stemmed: without stop words (spaCy's English and Chinese lists),
+    without the ways of naming the memory's owner and without one-letter contraction fragments ("don't" → "don");
+    negations and numbers kept."""
+    stop = _stop_words()
+    words: set[str] = set()
+    for latin, chars in _runs(text):
+        for word in (w.lower() for w in _LATIN_WORD.findall(latin)):
+            if word.isdigit() or word in _NEGATIONS or (word not in stop and len(word) > 1):
+                words.add(_stem(word))
+        if chars:
+            words.update(w for w in _jieba().cut(chars) if w in _NEGATIONS or (len(w) > 1 and w not in stop))
+    return words

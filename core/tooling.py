@@ -83,6 +83,14 @@ class Params:
             raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
         return value
 
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name, default)
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+            value = value.strip().lower() in ("true", "1")
+        if not isinstance(value, bool):
+            raise ToolInputError(f"parameter '{name}' must be true or false, got {value!r}")
+        return value
+
     def choice(self, name: str, default: str | None, allowed: Sequence[str]) -> str | None:
         value = self.text(name, default)
         if value is not None and value not in allowed:

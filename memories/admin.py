@@ -1,22 +1,31 @@
 from django.contrib import admin
 
-from memories.models import Entity, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
 
 
 class MemoryEditInline(admin.TabularInline):
     model = MemoryEdit
     extra = 0
-    readonly_fields = ["editor", "api_key", "via", "changes", "created_at"]
+    readonly_fields = ["editor", "api_key", "via", "changes", "reason", "created_at"]
     can_delete = False
 
 
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ["content", "memory_type", "user", "importance", "mirror_state", "created_at"]
-    list_filter = ["memory_type", "mirror_state", "archived_at"]
+    list_filter = ["memory_type", "mirror_state", "archived_at", "valid_to"]
     search_fields = ["content", "user__username"]
-    raw_id_fields = ["user", "session", "source_message", "source_document"]
-    readonly_fields = ["mirror_state", "mirror_error", "mirrored_at", "access_count", "last_accessed_at"]
+    raw_id_fields = ["user", "session", "source_message", "source_document", "superseded_by"]
+    readonly_fields = [
+        "mirror_state",
+        "mirror_error",
+        "mirrored_at",
+        "access_count",
+        "last_accessed_at",
+        "seen_count",
+        "last_seen_at",
+        "sources",
+    ]
     date_hierarchy = "created_at"
     inlines = [MemoryEditInline]
 
@@ -54,3 +63,10 @@ class RelationAdmin(admin.ModelAdmin):
 class MemoryEntityAdmin(admin.ModelAdmin):
     list_display = ["memory", "entity", "mention"]
     raw_id_fields = ["memory", "entity"]
+
+
+@admin.register(Fact)
+class FactAdmin(admin.ModelAdmin):
+    list_display = ["key", "value", "memory", "user"]
+    search_fields = ["key", "value"]
+    raw_id_fields = ["user", "memory"]

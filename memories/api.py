@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
@@ -35,6 +35,7 @@ from memories.schemas import (
     SessionDetailOut,
     SessionOut,
     ToolOut,
+    WrittenMemoryOut,
 )
 from memories.tools import MemoryTool
 
@@ -63,23 +64,43 @@ class MemoryFilter(Schema):
     since: datetime | None = None
     until: datetime | None = None
     archived: bool = False
+    superseded: bool | None = Field(
+        None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
+    )
     q: str | None = None
 
 
-@router.post("/", response={201: MemoryOut}, summary="Add a memory")
+def _written(written: services.Written) -> dict[str, Any]:
+    return {
+        "action": written.action,
+        "reason": written.reason,
+        "superseded": [m.pk for m in written.superseded],
+    }
+
+
+@router.post("/", response={201: WrittenMemoryOut, 200: WrittenMemoryOut}, summary="Add a memory")
 def create_memory(request: HttpRequest, payload: MemoryIn):
-    """Searchable as soon as this returns. `created_at` keeps an imported memory's date."""
-    require_write(request)
+    """Searchable as soon as this returns. `created_at` keeps an imported memory's date.
+
+    Checked against your current memories first: 201 when a memory was stored (`write.action` `add`, or
+    `supersede` when it replaces older facts, listed in `write.superseded`); 200 with the existing memory when
+    it repeats one (`duplicate`: the same text; `merge`: the same fact in other words), which counts the repeat.
+    """
+    api_key = require_write(request)
     data = payload.dict()
     session = _session(request, data.pop("session_id"), create=True)
-    memory = services.memory_create(user=_owner(request), session=session, **data)
-    return Status(201, memory)
+    written = services.memory_write(
+        user=_owner(request), session=session, via=EditVia.API, api_key=api_key, **data
+    )
+    written.memory.write = _written(written)  # an annotation for WrittenMemoryOut, as a queryset's would be
+    return Status(201 if written.stored else 200, written.memory)
 
 
 @router.post("/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call")
 def bulk_create_memories(request: HttpRequest, payload: BulkIn):
-    """All or nothing: an invalid item fails the whole call and names its position."""
-    require_write(request)
+    """All or nothing: an invalid item fails the whole call and names its position. Each item is checked as a
+    single add is, also against the items before it."""
+    api_key = require_write(request)
     items = [
         services.NewMemory(
             content=item.content,
@@ -95,8 +116,8 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
         )
         for item in payload.items
     ]
-    memories = services.memory_bulk_create(user=_owner(request), items=items)
-    return Status(201, {"ids": [memory.pk for memory in memories]})
+    written = services.memory_bulk_create(user=_owner(request), items=items, via=EditVia.API, api_key=api_key)
+    return Status(201, {"ids": [w.memory.pk for w in written], "actions": [w.action for w in written]})
 
 
 PERCEPTUAL_MODALITIES = {"image": "image/", "audio": "audio/", "video": "video/"}
@@ -112,7 +133,7 @@ def create_perceptual_memory(
 ):
     """Multipart upload: the file is kept with the memory and `content` (a description) is what search matches;
     without a description the file name is used. Only the text is embedded: no image or audio model runs here."""
-    require_write(request)
+    api_key = require_write(request)
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
     if file.size == 0:
         raise HttpError(422, "the file is empty")
@@ -131,6 +152,8 @@ def create_perceptual_memory(
         metadata={"filename": file.name, "content_type": content_type, "size": file.size},
         modality=modality,
         file=file,
+        via=EditVia.API,
+        api_key=api_key,
     )
     return Status(201, memory)
 
@@ -154,6 +177,8 @@ def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
     memories = memories.exclude(archived_at=None) if filters.archived else memories.filter(archived_at=None)
     if filters.memory_type:
         memories = memories.filter(memory_type=filters.memory_type)
+    if filters.superseded is not None:
+        memories = memories.filter(superseded_by__isnull=not filters.superseded)
     if filters.session_id:
         memories = memories.filter(session__key=filters.session_id)
     if filters.min_importance is not None:
@@ -192,6 +217,19 @@ def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
     return _memory(request, memory_id)
 
 
+@router.post(
+    "/{uuid:memory_id}/reinstate", response=MemoryOut, summary="Make a superseded fact current again"
+)
+def reinstate_memory(request: HttpRequest, memory_id: UUID):
+    """The fact that replaced it stays current too; the restore is recorded in the memory's history."""
+    api_key = require_write(request)
+    memory = _memory(request, memory_id)
+    if memory.superseded_by_id is None:
+        raise HttpError(409, "this memory is current: nothing replaced it")
+    services.memory_reinstate(memory=memory, via=EditVia.API, api_key=api_key)
+    return _memory(request, memory_id)
+
+
 @router.delete("/{uuid:memory_id}", response={204: None}, summary="Delete a memory")
 def delete_memory(request: HttpRequest, memory_id: UUID):
     require_write(request)
@@ -214,6 +252,7 @@ def search(request: HttpRequest, payload: SearchIn):
         min_importance=payload.min_importance,
         session=session,
         time_range=payload.time_range,
+        include_superseded=payload.include_superseded,
     )
     services.record_access(
         user=user,
@@ -231,6 +270,7 @@ def search(request: HttpRequest, payload: SearchIn):
             importance=hit.memory.importance,
             created_at=hit.memory.created_at,
             session_id=hit.memory.session.key if hit.memory.session_id else None,
+            superseded_by=hit.memory.superseded_by_id,
             score=hit.score,
             scores=hit.scores,
         )

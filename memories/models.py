@@ -3,6 +3,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.models import MirroredModel
+from core.text import fingerprint
 
 
 class MemoryType(models.TextChoices):
@@ -17,9 +18,13 @@ class MemoryQuerySet(models.QuerySet):
         return self.filter(user=user)
 
     def active(self):
-        """Not archived and, for working memory, not past its TTL."""
+        """Not archived and, for working memory, not past its TTL (superseded facts included)."""
         now = timezone.now()
         return self.filter(archived_at=None).exclude(expires_at__lte=now)
+
+    def current(self):
+        """Active and not superseded by a newer fact: what search, the chat and the profile read by default."""
+        return self.active().filter(superseded_by=None)
 
 
 class Memory(MirroredModel):
@@ -54,6 +59,16 @@ class Memory(MirroredModel):
     # Perceptual memory: what kind of input, and the file when there is one.
     modality = models.CharField(max_length=10, default="text", blank=True)
     file = models.FileField(upload_to="perceptual/%Y/%m/", blank=True)
+    # Curation: exact duplicates share a fingerprint; a repeat is counted on the memory it repeats, with its
+    # source; a newer fact about the same subject and attribute supersedes this one (kept, never deleted).
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+    seen_count = models.PositiveIntegerField(default=1)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    sources = models.JSONField(default=list, blank=True)  # [{"via", "api_key", "message", "document", "at"}]
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
+    )
 
     objects = MemoryQuerySet.as_manager()
 
@@ -66,6 +81,7 @@ class Memory(MirroredModel):
             models.Index(fields=["user", "session", "-created_at"], name="memory_user_session_created"),
             models.Index(fields=["user", "-importance"], name="memory_user_importance"),
             models.Index(fields=["mirror_state"], name="memory_mirror_state"),
+            models.Index(fields=["user", "content_hash"], name="memory_user_content_hash"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -77,6 +93,14 @@ class Memory(MirroredModel):
     def __str__(self) -> str:
         return f"[{self.memory_type}] {self.content[:60]}"
 
+    def save(self, *args, **kwargs) -> None:
+        # Derived from the content on every save, so no route (admin, shell, service) can leave it stale.
+        self.content_hash = fingerprint(self.content)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "content" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "content_hash"}
+        super().save(*args, **kwargs)
+
 
 class EditVia(models.TextChoices):
     PAGE = "page", "page"
@@ -84,6 +108,7 @@ class EditVia(models.TextChoices):
     TOOL = "tool", "tool"
     ADMIN = "admin", "admin"
     SYSTEM = "system", "system"
+    CHAT = "chat", "chat"
 
 
 class MemoryEdit(models.Model):
@@ -94,6 +119,7 @@ class MemoryEdit(models.Model):
     api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
     via = models.CharField(max_length=6, choices=EditVia)
     changes = models.JSONField(default=dict)  # {"field": [old, new]}
+    reason = models.TextField(blank=True)  # why a curation decision (merge, supersede, restore) was made
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -189,3 +215,20 @@ class MemoryEntity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id} mentions {self.entity_id}"
+
+
+class Fact(models.Model):
+    """A single-valued fact a semantic memory states (memories.facts): the index that finds what a newer memory
+    about the same subject and attribute supersedes."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="facts")
+    key = models.CharField(max_length=200)  # "subject|attribute"
+    value = models.CharField(max_length=200)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "key"], name="fact_user_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.value}"

@@ -58,6 +58,10 @@ RECENCY_SHARE = 0.05
 # linked) and facts naming an unrelated entity of the query, such as a month.
 GRAPH_REACH = 0.5
 IMPORTANCE_SHARE = 0.2
+# A replaced fact, when a search asks for them too, is history: it ranks below current facts of like relevance
+# (the newer value usually shares fewer words with the question than the one it replaced: "I work at Acme" /
+# "I now work at Globex").
+SUPERSEDED_WEIGHT = 0.5
 
 
 SCORE_PARTS = {
@@ -66,6 +70,7 @@ SCORE_PARTS = {
     "recency": "How recent the memory is (1 = now); moves the score by up to 5%.",
     "decay": "Working memory fades with age; its relevance is multiplied by this.",
     "importance": "Multiplier from the memory's importance, at a fifth of the tutorial's strength (1 at importance 1).",
+    "superseded": "Present, at 0.5, for a fact a newer one replaced (returned only when asked for).",
     "graph": "Linked to an entity the query names (1) or its neighbours (0.6, 0.3), times how specific the entity "
     "is; a linked fact scores at least half of this.",
 }
@@ -121,13 +126,15 @@ def search_memories(
     min_importance: float = 0.0,
     session: AgentSession | None = None,
     time_range: tuple[datetime | None, datetime | None] | None = None,
+    include_superseded: bool = False,
 ) -> SearchResult:
+    """`include_superseded` also returns facts a newer one replaced (memories.curation); by default only
+    current memories come back."""
     now = timezone.now()
+    scope = _Scope(memory_types, min_importance, session, time_range, include_superseded)
     query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
-        return SearchResult(
-            _by_importance(user, limit, memory_types, min_importance, session, time_range, now)
-        )
+        return SearchResult(_by_importance(user, limit, scope, now))
     where = build_where(
         user=user,
         memory_types=memory_types,
@@ -148,11 +155,9 @@ def search_memories(
     relevance_by_id, evidence = fused.relevance, fused.evidence
 
     graph, graph_notice = _graph_scores(user, query)
-    candidates = _candidates(
-        user, set(relevance_by_id) | set(graph), memory_types, min_importance, session, time_range, now
-    )
+    candidates = _candidates(user, set(relevance_by_id) | set(graph), scope, now)
     if notice:
-        matches = _text_match(user, query, memory_types, min_importance, session, time_range, now)
+        matches = _text_match(user, query, scope, now)
         for memory_id, (candidate, overlap) in matches.items():
             candidates[memory_id] = candidate
             relevance_by_id[memory_id] = overlap
@@ -185,9 +190,10 @@ class _Candidate:
     memory_type: str
     importance: float
     created_at: datetime
+    superseded: bool = False
 
 
-_CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at")
+_CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at", "superseded_by")
 
 
 def _shape(
@@ -207,6 +213,8 @@ def _shape(
         if candidate.memory_type == MemoryType.SEMANTIC:
             base = max(base, GRAPH_REACH * graph)
     weight = _importance_weight(candidate.importance)
+    if candidate.superseded:
+        base *= SUPERSEDED_WEIGHT
     scores = {
         **evidence.signal_parts(),
         "fused": round(relevance, 4),
@@ -215,6 +223,8 @@ def _shape(
         "importance": round(weight, 4),
         "graph": round(graph, 4),
     }
+    if candidate.superseded:
+        scores["superseded"] = SUPERSEDED_WEIGHT
     return round(base * weight, 6), scores
 
 
@@ -266,20 +276,33 @@ def _specificity(linked: int, memories: int) -> float:
     return math.log(1 + memories / max(linked, 1)) / math.log(1 + memories)
 
 
-def _filtered(user, memory_types, min_importance, session, time_range, now, ids=None):
+@dataclass(frozen=True)
+class _Scope:
+    """Which memories a search may return, besides the owner: applied in SQL to every candidate."""
+
+    memory_types: Sequence[str] | None
+    min_importance: float
+    session: AgentSession | None
+    time_range: tuple[datetime | None, datetime | None] | None
+    include_superseded: bool
+
+
+def _filtered(user, scope: _Scope, now, ids=None):
     if ids is None:
         memories = Memory.objects.filter(user=user)
     else:
         memories = owned_by_pk(Memory.objects.all(), user, ids)
     memories = memories.filter(archived_at=None).exclude(expires_at__lte=now)
-    if memory_types:
-        memories = memories.filter(memory_type__in=list(memory_types))
-    if min_importance > 0:
-        memories = memories.filter(importance__gte=min_importance)
-    if session is not None:
-        memories = memories.filter(session=session)
-    if time_range:
-        start, end = time_range
+    if not scope.include_superseded:
+        memories = memories.filter(superseded_by=None)
+    if scope.memory_types:
+        memories = memories.filter(memory_type__in=list(scope.memory_types))
+    if scope.min_importance > 0:
+        memories = memories.filter(importance__gte=scope.min_importance)
+    if scope.session is not None:
+        memories = memories.filter(session=scope.session)
+    if scope.time_range:
+        start, end = scope.time_range
         if start:
             memories = memories.filter(created_at__gte=start)
         if end:
@@ -287,12 +310,12 @@ def _filtered(user, memory_types, min_importance, session, time_range, now, ids=
     return memories
 
 
-def _candidates(user, ids, memory_types, min_importance, session, time_range, now) -> dict[str, _Candidate]:
+def _candidates(user, ids, scope: _Scope, now) -> dict[str, _Candidate]:
     # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
-    memories = _filtered(user, memory_types, min_importance, session, time_range, now, ids=ids)
+    memories = _filtered(user, scope, now, ids=ids)
     return {
-        str(pk): _Candidate(memory_type, importance, created_at)
-        for pk, memory_type, importance, created_at in memories.values_list(*_CANDIDATE_COLUMNS)
+        str(pk): _Candidate(memory_type, importance, created_at, successor is not None)
+        for pk, memory_type, importance, created_at, successor in memories.values_list(*_CANDIDATE_COLUMNS)
     }
 
 
@@ -301,8 +324,8 @@ def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
     return {str(memory.pk): memory for memory in memories}
 
 
-def _by_importance(user, limit, memory_types, min_importance, session, time_range, now) -> list[MemoryHit]:
-    memories = _filtered(user, memory_types, min_importance, session, time_range, now)
+def _by_importance(user, limit, scope: _Scope, now) -> list[MemoryHit]:
+    memories = _filtered(user, scope, now)
     hits = []
     for memory in memories.select_related("session").order_by("-importance", "-created_at")[:limit]:
         hits.append(
@@ -313,9 +336,7 @@ def _by_importance(user, limit, memory_types, min_importance, session, time_rang
     return hits
 
 
-def _text_match(
-    user, query, memory_types, min_importance, session, time_range, now
-) -> dict[str, tuple[_Candidate, float]]:
+def _text_match(user, query, scope: _Scope, now) -> dict[str, tuple[_Candidate, float]]:
     """Memories containing the query's terms, each with the share of terms it contains."""
     terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
     if not terms:
@@ -323,10 +344,13 @@ def _text_match(
     condition = Q()
     for term in terms:
         condition |= Q(content__icontains=term)
-    memories = _filtered(user, memory_types, min_importance, session, time_range, now).filter(condition)[:500]
+    memories = _filtered(user, scope, now).filter(condition)[:500]
     return {
-        str(pk): (_Candidate(memory_type, importance, created_at), _text_overlap(query, content))
-        for pk, memory_type, importance, created_at, content in memories.values_list(
+        str(pk): (
+            _Candidate(memory_type, importance, created_at, successor is not None),
+            _text_overlap(query, content),
+        )
+        for pk, memory_type, importance, created_at, successor, content in memories.values_list(
             *_CANDIDATE_COLUMNS, "content"
         )
     }

@@ -55,8 +55,23 @@ class BulkIn(Schema):
     items: list[MemoryIn] = Field(..., min_length=1, max_length=1000)
 
 
+WRITE_ACTIONS = (
+    "What the write did: `add` stored a new memory; `supersede` stored it and marked the current facts it "
+    "replaces (`superseded`); `duplicate` (the same text) and `merge` (the same fact in other words) stored "
+    "nothing and counted the repeat on the existing memory, whose id is returned."
+)
+WriteAction = Literal["add", "duplicate", "merge", "supersede"]
+
+
+class WriteOut(Schema):
+    action: WriteAction = Field(description=WRITE_ACTIONS)
+    reason: str = Field("", description="Why, for anything but `add`.")
+    superseded: list[UUID] = Field(default_factory=list, description="The facts this one replaced.")
+
+
 class BulkOut(Schema):
-    ids: list[UUID]
+    ids: list[UUID] = Field(description="Per item, in order: the new memory, or the existing one it repeats.")
+    actions: list[WriteAction] = Field(description="Per item, in order. " + WRITE_ACTIONS)
 
 
 class MemoryOut(Schema):
@@ -81,14 +96,29 @@ class MemoryOut(Schema):
     tags: list[Any]
     modality: str
     has_file: bool
+    seen_count: int = Field(description="How many times this memory was written: repeats are counted here.")
+    last_seen_at: datetime | None
+    sources: list[dict[str, Any]] = Field(
+        description="Every write of it (at most the last 50): route, API key id, chat message, document, time."
+    )
+    valid_to: datetime | None = Field(description="When a newer fact replaced this one.")
+    superseded_by: UUID | None = Field(description="The memory that replaced this one.")
 
     @staticmethod
     def resolve_has_file(memory: Memory) -> bool:
         return bool(memory.file)
 
     @staticmethod
+    def resolve_superseded_by(memory: Memory) -> UUID | None:
+        return memory.superseded_by_id
+
+    @staticmethod
     def resolve_session_id(memory: Memory) -> str | None:
         return memory.session.key if memory.session_id else None
+
+
+class WrittenMemoryOut(MemoryOut):
+    write: WriteOut
 
 
 class SearchIn(Schema):
@@ -100,6 +130,7 @@ class SearchIn(Schema):
     time_range: tuple[datetime | None, datetime | None] | None = Field(
         None, description="[start, end], ISO 8601; either may be null."
     )
+    include_superseded: bool = Field(False, description="Also return facts a newer fact replaced.")
 
 
 class ScoredMemoryOut(Schema):
@@ -109,6 +140,7 @@ class ScoredMemoryOut(Schema):
     importance: float
     created_at: datetime
     session_id: str | None
+    superseded_by: UUID | None = Field(None, description="Set when a newer fact replaced this one.")
     score: float = Field(description=SCORE_PARTS["score"])
     scores: dict[str, float] = Field(
         description="Why it ranked here, 0..1 unless noted. "

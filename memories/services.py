@@ -29,12 +29,13 @@ from core.limits import (
     check_text,
 )
 from core.models import ApiKey, MirrorState
-from core.text import count_tokens
-from memories import mirror
+from core.text import count_tokens, fingerprint
+from memories import curation, mirror
 from memories.entities import Extraction, Mention, entity_key, extract
 from memories.models import (
     EditVia,
     Entity,
+    Fact,
     Memory,
     MemoryAccess,
     MemoryEdit,
@@ -170,14 +171,35 @@ def _new_memory(
         importance=float(importance),
         metadata=metadata or {},
         token_count=tokens,
+        content_hash=fingerprint(content),
         created_at=created_at,
         expires_at=created_at + WORKING_MEMORY_TTL if memory_type == MemoryType.WORKING else None,
         **detail,
     )
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a write did: `memory` is the new memory, or the existing one a duplicate or merge was counted on."""
+
+    memory: Memory
+    action: str  # curation.ADD, DUPLICATE, MERGE or SUPERSEDE
+    reason: str = ""
+    superseded: tuple[Memory, ...] = ()
+
+    @property
+    def stored(self) -> bool:
+        """True when a new row was written (added, or added superseding older facts)."""
+        return self.action in (curation.ADD, curation.SUPERSEDE)
+
+
+def memory_create(**kwargs: Any) -> Memory:
+    """Add one memory (see memory_write); returns the memory written or the existing one it repeats."""
+    return memory_write(**kwargs).memory
+
+
 @transaction.atomic
-def memory_create(
+def memory_write(
     *,
     user: AbstractBaseUser,
     content: str,
@@ -187,9 +209,14 @@ def memory_create(
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
     extract_entities: bool | None = None,
+    via: str = EditVia.SYSTEM,
+    api_key: ApiKey | None = None,
+    curate: bool = True,
     **detail: Any,
-) -> Memory:
-    """Add one memory. Working memory then evicts by priority to keep its per-session capacity."""
+) -> Written:
+    """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
+    duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
+    Working memory then evicts by priority to keep its per-session capacity."""
     memory = _new_memory(
         user=user,
         content=content,
@@ -200,7 +227,17 @@ def memory_create(
         created_at=created_at,
         **detail,
     )
+    curator = curation.Curator(user, enabled=curate)
+    decision = curator.decide(memory)
+    source = _source(memory, via=via, api_key=api_key)
+    if decision.action in (curation.DUPLICATE, curation.MERGE):
+        existing = _count_repeat(decision, memory, source, via=via, api_key=api_key)
+        return Written(existing, decision.action, decision.reason)
+    memory.sources = [source]
+    memory.last_seen_at = memory.created_at
     _save_mirrored(memory)
+    _index_facts(curator, [memory])
+    MemoryEdit.objects.bulk_create(_apply_supersede(decision, memory, via=via, api_key=api_key))
     if extract_entities or (extract_entities is None and memory.memory_type == MemoryType.SEMANTIC):
         link_entities(memory)
         _enrich_with_llm(memory)
@@ -208,6 +245,123 @@ def memory_create(
         enforce_working_capacity(user=user, session=session) if memory_type == MemoryType.WORKING else []
     )
     _mirror_on_commit([memory.pk, *evicted])
+    return Written(memory, decision.action, decision.reason, decision.superseded)
+
+
+MAX_SOURCES = 50  # per memory; seen_count keeps counting past it
+
+
+def _source(memory: Memory, *, via: str, api_key: ApiKey | None) -> dict[str, Any]:
+    """Where one write of a memory came from: the route, the key, the chat message or the document."""
+    source: dict[str, Any] = {"via": via, "at": memory.created_at.isoformat()}
+    if api_key is not None:
+        source["api_key"] = api_key.pk
+    if memory.source_message_id:
+        source["message"] = str(memory.source_message_id)
+    if memory.source_document_id:
+        source["document"] = str(memory.source_document_id)
+    return source
+
+
+def _count_repeat(
+    decision: "curation.Decision", repeat: Memory, source: dict, *, via: str, api_key: ApiKey | None
+) -> Memory:
+    """A duplicate or near-duplicate is not stored: the memory it repeats counts it, with its source; a merge
+    also keeps the higher importance and the union of tags and is recorded in the history with its reason."""
+    existing = decision.existing
+    assert existing is not None
+    existing.seen_count += 1
+    existing.last_seen_at = max(existing.last_seen_at or existing.created_at, repeat.created_at)
+    existing.sources = [*existing.sources, source][-MAX_SOURCES:]
+    changes: dict[str, list] = {}
+    if repeat.importance > existing.importance:
+        changes["importance"] = [existing.importance, repeat.importance]
+        existing.importance = repeat.importance
+    tags = list(dict.fromkeys([*existing.tags, *repeat.tags]))
+    if tags != existing.tags:
+        changes["tags"] = [existing.tags, tags]
+        existing.tags = tags
+    if existing._state.adding:
+        return existing  # an earlier item of the same bulk write, saved with it
+    _save_mirrored(
+        existing, update_fields=["seen_count", "last_seen_at", "sources", "importance", "tags", "updated_at"]
+    )
+    if decision.action == curation.MERGE:
+        MemoryEdit.objects.create(
+            memory=existing,
+            api_key=api_key,
+            via=via,
+            changes={"merged": [None, repeat.content], **changes},
+            reason=decision.reason,
+        )
+    if "importance" in changes:
+        _mirror_on_commit([existing.pk])  # importance is in the vector payload
+    return existing
+
+
+def _index_facts(curator: "curation.Curator", memories: Sequence[Memory]) -> None:
+    Fact.objects.bulk_create(
+        Fact(user_id=memory.user_id, memory=memory, key=slot.key[:200], value=slot.value[:200])
+        for memory in memories
+        for slot in curator.slots_of(memory)
+    )
+
+
+def _apply_supersede(
+    decision: "curation.Decision", memory: Memory, *, via: str, api_key: ApiKey | None
+) -> list[MemoryEdit]:
+    """Mark what a new fact replaces (kept, never deleted), or the new fact itself when it is the older one.
+    Returns the history records, unsaved: a bulk write saves them once its rows exist."""
+    pairs = [(older, memory) for older in decision.superseded]
+    if decision.superseded_by is not None:
+        pairs.append((memory, decision.superseded_by))
+    edits = []
+    for older, newer in pairs:
+        older.valid_to = max(newer.created_at, older.created_at)
+        older.superseded_by = newer
+        if not older._state.adding:  # the vector payload does not change: no re-mirroring
+            _save_mirrored(older, update_fields=["valid_to", "superseded_by", "updated_at"])
+        edits.append(
+            MemoryEdit(
+                memory=older,
+                api_key=api_key,
+                via=via,
+                changes={"superseded_by": [None, str(newer.pk)]},
+                reason=decision.reason,
+            )
+        )
+    if decision.superseded:
+        edits.append(
+            MemoryEdit(
+                memory=memory,
+                api_key=api_key,
+                via=via,
+                changes={"supersedes": [None, [str(older.pk) for older in decision.superseded]]},
+                reason=decision.reason,
+            )
+        )
+    return edits
+
+
+@transaction.atomic
+def memory_reinstate(
+    *, memory: Memory, via: str, editor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> Memory:
+    """Make a superseded fact current again (the one that replaced it stays current too); recorded as an edit."""
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.superseded_by_id is None:
+        return memory
+    MemoryEdit.objects.create(
+        memory=memory,
+        editor=editor,
+        api_key=api_key,
+        via=via,
+        changes={"superseded_by": [str(memory.superseded_by_id), None]},
+        reason="restored by hand",
+    )
+    memory.superseded_by = None
+    memory.valid_to = None
+    memory.save(update_fields=["superseded_by", "valid_to", "updated_at"])
     return memory
 
 
@@ -226,8 +380,16 @@ class NewMemory:
 
 
 @transaction.atomic
-def memory_bulk_create(*, user: AbstractBaseUser, items: Sequence[NewMemory]) -> list[Memory]:
-    """Add many memories in one transaction (all or none); used for imports, so no working-memory eviction."""
+def memory_bulk_create(
+    *,
+    user: AbstractBaseUser,
+    items: Sequence[NewMemory],
+    via: str = EditVia.SYSTEM,
+    api_key: ApiKey | None = None,
+    curate: bool = True,
+) -> list[Written]:
+    """Add many memories in one transaction (all or none), each checked as memory_write checks one, also
+    against the items before it; used for imports, so no working-memory eviction. One result per item."""
     sessions: dict[str, AgentSession] = {}
     memories = []
     for position, item in enumerate(items):
@@ -253,13 +415,35 @@ def memory_bulk_create(*, user: AbstractBaseUser, items: Sequence[NewMemory]) ->
             )
         except InputRejected as exc:
             raise MemoryRequestError(f"items[{position}]: {exc}") from None
-    Memory.objects.bulk_create(memories, batch_size=500)
+    curator = curation.Curator(user, enabled=curate)
+    curator.prepare(memories)
+    written: list[Written] = []
+    stored: list[Memory] = []
+    edits: list[MemoryEdit] = []
     for memory in memories:
+        decision = curator.decide(memory)
+        source = _source(memory, via=via, api_key=api_key)
+        if decision.action in (curation.DUPLICATE, curation.MERGE):
+            repeated = _count_repeat(decision, memory, source, via=via, api_key=api_key)
+            written.append(Written(repeated, decision.action, decision.reason))
+            continue
+        memory.sources = [source]
+        memory.last_seen_at = memory.created_at
+        # Marked now, so the items after it see what is current; rows already stored are saved right away
+        # (their new superseded_by is checked at commit, after this batch's rows exist).
+        edits += _apply_supersede(decision, memory, via=via, api_key=api_key)
+        curator.accept(memory)
+        stored.append(memory)
+        written.append(Written(memory, decision.action, decision.reason, decision.superseded))
+    Memory.objects.bulk_create(stored, batch_size=500)
+    _index_facts(curator, stored)
+    MemoryEdit.objects.bulk_create(edits)
+    for memory in stored:
         if memory.memory_type == MemoryType.SEMANTIC:
             link_entities(memory)
     # bulk_create sends no signals, so the mirror is requested here explicitly.
-    _mirror_on_commit(memory.pk for memory in memories)
-    return memories
+    _mirror_on_commit(memory.pk for memory in stored)
+    return written
 
 
 def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | None) -> list[str]:
@@ -598,7 +782,9 @@ __all__ = [
     "memory_archive",
     "memory_bulk_create",
     "memory_create",
+    "memory_reinstate",
     "memory_update",
+    "memory_write",
     "memories_clear",
     "memories_consolidate",
     "memories_delete",

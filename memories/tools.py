@@ -28,6 +28,13 @@ TYPE_LABELS = {
     MemoryType.SEMANTIC: "语义记忆",
     MemoryType.PERCEPTUAL: "感知记忆",
 }
+# Hello-Agents' reply for an add, and Mnemo's for the curation outcomes (memories.curation).
+WRITE_REPLIES = {
+    "add": "✅ 记忆已添加 (ID: {id})",
+    "supersede": "✅ 记忆已添加 (ID: {id})，并取代了旧的事实: {reason}",
+    "duplicate": "♻️ 已有相同的记忆 (duplicate, ID: {id})，未重复保存",
+    "merge": "♻️ 已合并到已有的记忆 (merged, ID: {id}): {reason}",
+}
 ACTIONS = ("add", "search", "summary", "stats", "update", "remove", "forget", "consolidate", "clear_all")
 # Keys every action understands besides its own parameters.
 COMMON_KEYS = {"action", "session_id"}
@@ -83,7 +90,7 @@ class MemoryTool(ActionTool):
             detail["modality"] = params.text("modality") or _modality(params.text("file_path") or "")
             if params.raw.get("file_path"):
                 metadata["file_path"] = params.text("file_path")
-        memory = services.memory_create(
+        written = services.memory_write(
             user=self.user,
             content=content,
             memory_type=memory_type,
@@ -91,13 +98,22 @@ class MemoryTool(ActionTool):
             session=self._session(),
             metadata=metadata,
             created_at=parse_moment(params.raw.get("created_at"), "created_at"),
+            via=self.via,
+            api_key=self.api_key,
             **detail,
         )
+        memory = written.memory
         self.conversation_count += 1
+        data = {
+            "id": str(memory.pk),
+            "memory_type": memory.memory_type,
+            "session_id": self.current_session_id,
+            "action": written.action,
+            "reason": written.reason,
+            "superseded": [str(older.pk) for older in written.superseded],
+        }
         return ToolReply(
-            True,
-            f"✅ 记忆已添加 (ID: {memory.pk})",
-            {"id": str(memory.pk), "memory_type": memory.memory_type, "session_id": self.current_session_id},
+            True, WRITE_REPLIES[written.action].format(id=memory.pk, reason=written.reason), data
         )
 
     def _search(self, params: Params) -> ToolReply:
@@ -110,6 +126,7 @@ class MemoryTool(ActionTool):
             min_importance=params.number("min_importance", 0.1, low=0.0, high=1.0),
             session=self._named_session(params),
             time_range=params.time_range(),
+            include_superseded=params.flag("include_superseded", False),
         )
         services.record_access(
             user=self.user,
@@ -313,6 +330,7 @@ def _memory_data(memory: Memory) -> dict[str, Any]:
         "importance": memory.importance,
         "created_at": memory.created_at.isoformat(),
         "session_id": memory.session.key if memory.session_id else None,
+        "superseded_by": str(memory.superseded_by_id) if memory.superseded_by_id else None,
     }
 
 

@@ -13,5 +13,6 @@ urlpatterns = [
     path("<uuid:pk>/edit/", views.memory_edit, name="memory_edit"),
     path("<uuid:pk>/archive/", views.memory_archive, name="memory_archive"),
     path("<uuid:pk>/restore/", views.memory_restore, name="memory_restore"),
+    path("<uuid:pk>/reinstate/", views.memory_reinstate, name="memory_reinstate"),
     path("<uuid:pk>/delete/", views.memory_delete, name="memory_delete"),
 ]

@@ -315,6 +315,15 @@ def memory_restore(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
+def memory_reinstate(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """Make a superseded fact current again."""
+    memory = services.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
+    messages.success(request, "The fact is current again.")
+    return _redirect(request, _next_url(request, reverse("memory_detail", args=[memory.pk])))
+
+
+@login_required
+@require_POST
 def memory_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
     services.memories_delete(user=request.user, memory_ids=[memory.pk])
@@ -356,6 +365,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
             (edit, _change_rows(edit.changes)) for edit in memory.edits.select_related("editor", "api_key")
         ],
         "is_expired": memory.expires_at is not None and memory.expires_at <= timezone.now(),
+        "replaced": memory.supersedes.filter(user=request.user).order_by("-valid_to"),
     }
     return render(request, "memories/memory_detail.html", context)
 

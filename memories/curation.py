@@ -1,0 +1,246 @@
+"""Clean memory in: each new memory is checked against its owner's current memories before it is stored.
+
+In order, for one new memory:
+1. An exact duplicate (the same fingerprint, memories.models.Memory.content_hash) of a current memory of the same
+   type in the same scope is not stored again: the existing one counts the repeat and its source. Scope: a fact
+   or a perceptual note anywhere; working memory within its session; an event within its session and
+   EVENT_WINDOW of the earlier one (the same words at another time are another event).
+2. A fact (semantic memory) stating a single-valued fact (memories.facts) with another value than a current fact
+   about the same subject and attribute supersedes it: the older one is kept with valid_to and superseded_by.
+   An imported fact older than the current one is itself stored as superseded.
+3. A fact that says no more than a current fact says (dense similarity at least NEAR_DUPLICATE_SIMILARITY and
+   no word of meaning the current one lacks: "I'm a vegetarian." after "The user is a vegetarian") is merged
+   into it.
+Everything else is added. The decision and its reason go into the memories' edit history (memories.services).
+"""
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+
+from core import stores
+from core.embeddings import CJK_CUTOFF
+from core.text import cjk_ratio, content_words
+from core.vectorstore import VectorStoreError
+from memories import mirror
+from memories.facts import Slot, same_value, slots
+from memories.models import Fact, Memory, MemoryType
+
+ADD, DUPLICATE, MERGE, SUPERSEDE = "add", "duplicate", "merge", "supersede"
+EVENT_WINDOW = timedelta(minutes=10)
+# Chosen on bench/data/dedupe/pairs_dev.json and reported on pairs_test.json (bench/dedupe_eval.py,
+# bench/results/dedupe.md).
+NEAR_DUPLICATE_SIMILARITY = 0.80
+NEAR_CANDIDATES = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # ADD, DUPLICATE, MERGE or SUPERSEDE
+    existing: Memory | None = None  # the memory a duplicate or merge is counted on
+    superseded: tuple[Memory, ...] = ()  # current facts the new one replaces
+    superseded_by: Memory | None = None  # an imported fact older than the current one
+    reason: str = ""
+    similarity: float | None = None
+
+
+@dataclass
+class Curator:
+    """Decisions for one write call; a bulk call also checks each item against the items before it."""
+
+    user: AbstractBaseUser
+    enabled: bool = True
+    _batch: list[Memory] = field(default_factory=list)  # accepted, not yet in the vector store
+    _slots: dict[int, list[Slot]] = field(default_factory=dict)
+
+    def prepare(self, memories: Sequence[Memory]) -> None:
+        """Embed a batch's facts in one call (the embedding set keeps them for the mirror that follows)."""
+        texts = [m.content for m in memories if m.memory_type == MemoryType.SEMANTIC]
+        if self.enabled and texts:
+            stores.embedding_set().embed_documents(texts)
+
+    def slots_of(self, memory: Memory) -> list[Slot]:
+        if memory.memory_type != MemoryType.SEMANTIC:
+            return []
+        if id(memory) not in self._slots:
+            self._slots[id(memory)] = slots(memory.content)
+        return self._slots[id(memory)]
+
+    def decide(self, memory: Memory) -> Decision:
+        if not self.enabled:
+            return Decision(ADD)
+        repeat = self._exact(memory)
+        if repeat is not None:
+            return Decision(
+                DUPLICATE, existing=repeat, reason="the same text is already stored", similarity=1.0
+            )
+        if memory.memory_type != MemoryType.SEMANTIC:
+            return Decision(ADD)
+        decision = self._contradictions(memory)
+        if decision is not None:
+            return decision
+        return self._near_duplicate(memory) or Decision(ADD)
+
+    def accept(self, memory: Memory) -> None:
+        self._batch.append(memory)
+
+    # --- 1. exact duplicates ------------------------------------------------------------------------------
+
+    def _exact(self, memory: Memory) -> Memory | None:
+        if memory.file:
+            return None
+        for earlier in self._batch:
+            if earlier.content_hash == memory.content_hash and self._same_scope(earlier, memory):
+                return earlier
+        found = Memory.objects.current().filter(
+            user=self.user, content_hash=memory.content_hash, memory_type=memory.memory_type
+        )
+        if memory.memory_type in (MemoryType.WORKING, MemoryType.EPISODIC):
+            found = found.filter(session=memory.session)
+        if memory.memory_type == MemoryType.EPISODIC:
+            found = found.filter(
+                created_at__gte=memory.created_at - EVENT_WINDOW,
+                created_at__lte=memory.created_at + EVENT_WINDOW,
+            )
+        return found.filter(file="").order_by("created_at").first()
+
+    @staticmethod
+    def _same_scope(earlier: Memory, memory: Memory) -> bool:
+        if earlier.memory_type != memory.memory_type or earlier.file:
+            return False
+        if (
+            memory.memory_type in (MemoryType.WORKING, MemoryType.EPISODIC)
+            and earlier.session != memory.session
+        ):
+            return False
+        if memory.memory_type == MemoryType.EPISODIC:
+            return abs(earlier.created_at - memory.created_at) <= EVENT_WINDOW
+        return True
+
+    # --- 2. contradictions --------------------------------------------------------------------------------
+
+    def _contradictions(self, memory: Memory) -> Decision | None:
+        own = self.slots_of(memory)
+        if not own:
+            return None
+        older: dict[object, Memory] = {}
+        reasons = []
+        for slot in own:
+            rivals = [
+                earlier
+                for earlier in self._batch
+                if earlier.superseded_by is None
+                and any(
+                    s.key == slot.key and not same_value(s.value, slot.value) for s in self.slots_of(earlier)
+                )
+            ]
+            stored = Fact.objects.filter(
+                user=self.user, key=slot.key[:200], memory__in=Memory.objects.current()
+            ).select_related("memory")
+            rivals += [fact.memory for fact in stored if not same_value(fact.value, slot.value)]
+            for rival in rivals:
+                older.setdefault(rival.pk, rival)
+                reasons.append(f"{_describe(slot)} (was: {_clip(rival.content)})")
+        if not older:
+            return None
+        reason = "newer value: " + "; ".join(dict.fromkeys(reasons))
+        newer_than_new = [m for m in older.values() if m.created_at > memory.created_at]
+        if newer_than_new:
+            # An import of an older fact: it goes in already superseded by the current one.
+            latest = max(newer_than_new, key=lambda m: m.created_at)
+            return Decision(
+                SUPERSEDE,
+                superseded_by=latest,
+                reason=f"an older value than the current fact: {_clip(latest.content)}",
+            )
+        return Decision(SUPERSEDE, superseded=tuple(older.values()), reason=reason)
+
+    # --- 3. near-duplicates -------------------------------------------------------------------------------
+
+    def _near_duplicate(self, memory: Memory) -> Decision | None:
+        best = max(self._similar(memory), key=lambda pair: pair[1], default=None)
+        if best is None or best[1] < NEAR_DUPLICATE_SIMILARITY:
+            return None
+        existing, similarity = best
+        if not self._compatible(memory, existing):
+            return None
+        return Decision(
+            MERGE,
+            existing=existing,
+            reason=f"says the same as this memory (similarity {similarity:.2f})",
+            similarity=round(similarity, 4),
+        )
+
+    def _similar(self, memory: Memory) -> list[tuple[Memory, float]]:
+        """Current facts of this user nearest to `memory`, each with the dense similarity the search fusion
+        would weigh for the pair (only the models that read both texts' languages)."""
+        embedding_set = stores.embedding_set()
+        vectors = {name: rows[0] for name, rows in embedding_set.embed_documents([memory.content]).items()}
+        cjk = cjk_ratio(memory.content) >= CJK_CUTOFF
+        similar: list[tuple[Memory, float]] = []
+        for earlier in self._batch:
+            if earlier.memory_type == MemoryType.SEMANTIC and earlier.superseded_by is None:
+                other = {n: r[0] for n, r in embedding_set.embed_documents([earlier.content]).items()}
+                weights = embedding_set.pair_weights(cjk, cjk_ratio(earlier.content) >= CJK_CUTOFF)
+                similar.append(
+                    (earlier, sum(w * float(np.dot(vectors[n], other[n])) for n, w in weights.items()))
+                )
+        by_id: dict[str, dict[str, float]] = {}
+        cjk_by_id: dict[str, bool] = {}
+        try:
+            store = mirror.memory_store()
+            where = {"user_id": str(self.user.pk), "memory_type": [MemoryType.SEMANTIC]}
+            for name, vector in vectors.items():
+                for hit in store.search(
+                    mirror.COLLECTION,
+                    using=name,
+                    vector=vector.tolist(),
+                    limit=NEAR_CANDIDATES,
+                    where=where,
+                    payload_keys=("cjk",),
+                ):
+                    by_id.setdefault(hit.id, {})[name] = hit.score
+                    cjk_by_id[hit.id] = bool(hit.payload.get("cjk", cjk))
+        except VectorStoreError:
+            return similar  # exact duplicates and contradictions are still caught from the database
+        rows = Memory.objects.current().filter(user=self.user, pk__in=list(by_id)).in_bulk()
+        for point_id, scores in by_id.items():
+            row = rows.get(_uuid(point_id))
+            if row is None:
+                continue
+            weights = embedding_set.pair_weights(cjk, cjk_by_id[point_id])
+            # A space that did not return the point counts it at 0: never above the threshold by absence.
+            similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
+        return similar
+
+    def _compatible(self, memory: Memory, existing: Memory) -> bool:
+        """A merge must lose nothing. Both state the same single-valued facts with the same values ("我叫小明",
+        "用户名叫小明"); or, stating none, the new memory names no word of meaning (name, number, noun, verb,
+        negation) that the existing one lacks. Offline there is no telling a synonym from a substitute
+        ("kid"/"child", "brother"/"sister"), so any new word keeps the memory apart; with an LLM the model
+        decides."""
+        own = {(s.key, s.value) for s in self.slots_of(memory)}
+        theirs = {(s.key, s.value) for s in self.slots_of(existing)}
+        if own or theirs:
+            return own == theirs
+        return content_words(memory.content) <= content_words(existing.content)
+
+
+def _uuid(point_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(point_id)
+    except ValueError:
+        return None
+
+
+def _describe(slot: Slot) -> str:
+    subject = "the user" if slot.subject == "user" else slot.subject
+    return f"{subject}'s {slot.attribute.replace(':', ' ')} is {slot.value}"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,356 @@
+"""Single-valued facts in a memory, offline: who (subject), what about them (attribute), and the value.
+
+A person has one name, one employer, one home, one role, one age, one manager and one partner at a time, one
+favourite of each kind, and either likes a thing or not. Two memories with the same subject and attribute and
+different values contradict each other, and the newer one supersedes the older (memories.curation). Facts that
+can hold together ("I have a cat", "I speak French") have no slot here and are never superseded.
+
+The patterns are the plain grammar of such statements in English and Chinese, first person ("I", "我"), third
+person ("the user", "用户") and named people ("Ana's manager is Kofi"). They are deliberately narrow: a missed
+slot leaves two facts side by side, a wrong one would hide a true fact.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+SELF = "user"
+
+
+@dataclass(frozen=True)
+class Slot:
+    subject: str  # "user" for the memory's owner, else the person's name, case-folded
+    attribute: str  # "employer", "home", "manager", "favourite:colour", "likes:tea", …
+    value: str  # normalised; "yes"/"no" for likes
+
+    @property
+    def key(self) -> str:
+        return f"{self.subject}|{self.attribute}"
+
+
+# --- English -----------------------------------------------------------------------------------------------
+
+_NAME = r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+)?"
+_WHO = rf"(?P<who>I|[Tt]he user|{_NAME})"
+_WHOSE = rf"(?P<whose>[Mm]y|[Tt]he user's|{_NAME}'s)"
+_ADVERB = r"(?:(?:now|currently|still|also|recently|actually|already|really|truly|just|usually) )?"
+_VALUE = r"(?P<value>[^,.;!?\n]{1,60}?)"
+_END = r"(?=\s*(?:[,.;!?\n]|$| and | but | now\b| these days| since | from | because ))"
+_RELATIONS = {
+    "manager": "manager",
+    "boss": "manager",
+    "supervisor": "manager",
+    "line manager": "manager",
+    "team lead": "manager",
+    "wife": "partner",
+    "husband": "partner",
+    "spouse": "partner",
+    "partner": "partner",
+    "girlfriend": "partner",
+    "boyfriend": "partner",
+    "fiancé": "partner",
+    "fiancée": "partner",
+    "fiance": "partner",
+    "fiancee": "partner",
+}
+_RELATION_WORDS = "|".join(sorted(_RELATIONS, key=len, reverse=True))
+
+_ENGLISH = [
+    ("name", re.compile(rf"\b{_WHOSE} (?:full )?name is {_VALUE}{_END}")),
+    ("name", re.compile(rf"\b(?P<who>I)(?: am|'m) called {_VALUE}{_END}")),
+    ("name", re.compile(rf"\b[Cc]all me {_VALUE}{_END}")),
+    ("name", re.compile(rf"\b(?P<who>[Tt]he user) is (?:called|named) {_VALUE}{_END}")),
+    (
+        "name",
+        re.compile(rf"\b{_WHO} (?:wants?|likes?|prefers?) to be called {_VALUE}{_END}"),
+    ),
+    ("name", re.compile(rf"\b{_WHO} {_ADVERB}(?:go|goes) by {_VALUE}{_END}")),
+    (
+        "employer",
+        re.compile(
+            rf"\b{_WHO}(?: am|'m| is|'s| have been| has been)? {_ADVERB}"
+            rf"(?:work|works|working|worked|employed|started working) (?:at|for|by) {_VALUE}{_END}"
+        ),
+    ),
+    (
+        "employer",
+        re.compile(
+            rf"\b{_WHO} (?:(?:left|quit|has left|have left) [^,.;]{{1,60}}? and )?{_ADVERB}"
+            rf"(?:joined|have joined|has joined|moved to) {_VALUE}{_END}"
+        ),
+    ),
+    ("employer", re.compile(rf"\b{_WHOSE} (?:employer|company) is {_VALUE}{_END}")),
+    (
+        "home",
+        re.compile(
+            rf"\b{_WHO}(?: am|'m| is|'s| have| has)? {_ADVERB}"
+            rf"(?:live|lives|living|based|moved|relocated|settled) (?:in|to) {_VALUE}{_END}"
+        ),
+    ),
+    ("home", re.compile(rf"\b{_WHOSE} (?:home|hometown|home town) is (?:in )?{_VALUE}{_END}")),
+    ("role", re.compile(rf"\b{_WHO} {_ADVERB}(?:work|works|working) as (?:an? |the )?{_VALUE}{_END}")),
+    (
+        "role",
+        re.compile(
+            rf"\b{_WHOSE} (?:job|role|job title|title|position|occupation) is (?:an? )?{_VALUE}{_END}"
+        ),
+    ),
+    ("age", re.compile(rf"\b{_WHO}(?: am|'m| is|'s) (?P<value>\d{{1,3}}) (?:years old|years of age)")),
+    ("age", re.compile(rf"\b{_WHOSE} age is (?P<value>\d{{1,3}})")),
+    (
+        "relation",
+        re.compile(rf"\b{_WHOSE} (?:new |current )?(?P<relation>{_RELATION_WORDS}) is {_VALUE}{_END}"),
+    ),
+    (
+        "relation",
+        re.compile(rf"\b(?P<value>{_NAME}) is {_WHOSE} (?:new |current )?(?P<relation>{_RELATION_WORDS})\b"),
+    ),
+    (
+        "manager",
+        re.compile(rf"\b{_WHO} {_ADVERB}(?:report|reports|reporting) (?:directly )?to {_VALUE}{_END}"),
+    ),
+    ("partner", re.compile(rf"\b{_WHO}(?: am|'m| is|'s) {_ADVERB}(?:married|engaged) to {_VALUE}{_END}")),
+    (
+        "partner",
+        re.compile(rf"\b{_WHO}(?: am|'m| is|'s) {_ADVERB}(?:dating|seeing|going out with) {_VALUE}{_END}"),
+    ),
+    ("car", re.compile(rf"\b{_WHO} {_ADVERB}(?:drive|drives) (?:an? |the )?{_VALUE}{_END}")),
+    ("school", re.compile(rf"\b{_WHO} {_ADVERB}(?:study|studies|is studying|am studying) at {_VALUE}{_END}")),
+    (
+        "role",
+        re.compile(
+            rf"\b{_WHO}(?: am|'m| is|'s) {_ADVERB}(?:an? |the )(?P<value>[\w -]{{2,40}}?) (?:at|for|in) [A-Z]"
+        ),
+    ),
+    (
+        "favourite",
+        re.compile(
+            rf"\b{_WHOSE} (?:favou?rite|preferred|go-to) (?P<kind>[a-z]+(?: [a-z]+){{0,3}}) is {_ADVERB}{_VALUE}{_END}"
+        ),
+    ),
+    # Any other "X's <attribute> is <value>": a definite statement of one value ("the user's best friend is Wes").
+    (
+        "attribute",
+        re.compile(rf"\b{_WHOSE} (?P<kind>[a-z]+(?: [a-z]+){{0,3}}) is {_ADVERB}{_VALUE}{_END}"),
+    ),
+    (
+        "likes",
+        re.compile(
+            rf"\b{_WHO} {_ADVERB}(?:(?P<negation>don't|do not|doesn't|does not|no longer|never|hate|hates|dislike"
+            rf"|dislikes)(?: (?:like|likes|love|loves|enjoy|enjoys))?|like|likes|love|loves|enjoy|enjoys|prefer"
+            rf"|prefers) {_VALUE}(?= any ?more|\s*(?:[,.;!?\n]|$| and | but | over | to ))"
+        ),
+    ),
+]
+
+# --- Chinese -----------------------------------------------------------------------------------------------
+
+_ZH_WHO = r"(?P<who>我|用户|他|她|[\u4e00-\u9fff]{2,3}(?=的))"
+_ZH_SELF = r"(?P<who>我|用户(?:[\u4e00-\u9fff]{2,3}(?=[现目已在住是叫今]))?)"
+# A sentence's subject: the user, or a name of two or three characters opening the clause.
+_ZH_SUBJECT = r"(?:(?<=^)|(?<=[，。；！？,.;!?\s]))(?P<who>我|用户|[\u4e00-\u9fff]{2,3}?(?=[现目已如刚最今也还一在于住家搬的从向是叫])|[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s*"
+_ZH_ADVERB = r"(?:现在|目前|如今|已经|刚刚|最近|今年|也|还|一直)*"
+_ZH_VALUE = r"\s*(?P<value>[^，。；！？、,.;!?]{1,30}?)"
+_ZH_END = r"(?=\s*了?\s*(?:[，。；！？、,.;!?]|$))"
+_ZH_RELATIONS = {
+    "经理": "manager",
+    "老板": "manager",
+    "领导": "manager",
+    "上司": "manager",
+    "主管": "manager",
+    "直属领导": "manager",
+    "妻子": "partner",
+    "老婆": "partner",
+    "太太": "partner",
+    "丈夫": "partner",
+    "老公": "partner",
+    "先生": "partner",
+    "爱人": "partner",
+    "女朋友": "partner",
+    "男朋友": "partner",
+    "女友": "partner",
+    "男友": "partner",
+    "对象": "partner",
+    "伴侣": "partner",
+    "未婚妻": "partner",
+    "未婚夫": "partner",
+}
+_ZH_RELATION_WORDS = "|".join(sorted(_ZH_RELATIONS, key=len, reverse=True))
+
+_CHINESE = [
+    (
+        "name",
+        re.compile(
+            rf"{_ZH_SELF}{_ZH_ADVERB}(?:的名字是|的名字叫|名叫|叫做|改名叫|改名为|叫){_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+    ("employer", re.compile(rf"{_ZH_SUBJECT}{_ZH_ADVERB}(?:在|于){_ZH_VALUE}(?:工作|上班|任职|就职)(?!的)")),
+    (
+        "employer",
+        re.compile(
+            rf"{_ZH_SUBJECT}.{{0,20}}?(?:离职|辞职)[，,]?(?:去了|加入了?|跳槽到了?){_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+    (
+        "role",
+        re.compile(rf"{_ZH_SUBJECT}{_ZH_ADVERB}在[^，。；！？\s]{{2,20}}?(?:做|当){_ZH_VALUE}{_ZH_END}"),
+    ),
+    ("school", re.compile(rf"{_ZH_SUBJECT}{_ZH_ADVERB}在{_ZH_VALUE}(?:读|念|上学)")),
+    (
+        "employer",
+        re.compile(
+            rf"{_ZH_SELF}{_ZH_ADVERB}(?:就职于|任职于|供职于|入职了?|加入了?|跳槽到了?){_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+    (
+        "home",
+        re.compile(
+            rf"{_ZH_SUBJECT}{_ZH_ADVERB}(?:家住在|住在|住|居住在|定居在|定居|搬到了?|搬去了?|搬家到了?){_ZH_VALUE}"
+            rf"(?=\s*住?{_ZH_END[3:]}"
+        ),
+    ),
+    ("home", re.compile(rf"{_ZH_SELF}(?:的)?家{_ZH_ADVERB}在{_ZH_VALUE}{_ZH_END}")),
+    (
+        "role",
+        re.compile(
+            rf"{_ZH_SELF}{_ZH_ADVERB}(?:是一名|是一位|是个|是一个|担任|当上了?|成为了?一名|的职位是|的工作是|的职业是){_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+    ("age", re.compile(rf"{_ZH_SELF}{_ZH_ADVERB}(?P<value>\d{{1,3}})岁")),
+    (
+        "relation",
+        re.compile(
+            rf"{_ZH_WHO}的(?:新)?(?P<relation>{_ZH_RELATION_WORDS})(?:是|叫|名叫){_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+    (
+        "relation",
+        re.compile(
+            rf"(?P<value>[\u4e00-\u9fff]{{2,3}}|{_NAME})(?:现在)?是{_ZH_SELF}的(?:新)?(?P<relation>{_ZH_RELATION_WORDS})"
+        ),
+    ),
+    ("manager", re.compile(rf"{_ZH_SELF}{_ZH_ADVERB}(?:直接)?向{_ZH_VALUE}汇报")),
+    ("favourite", re.compile(rf"{_ZH_SELF}最喜欢的(?P<kind>[\u4e00-\u9fff]{{1,4}})是{_ZH_VALUE}{_ZH_END}")),
+    (
+        "favourite",
+        re.compile(rf"{_ZH_SELF}{_ZH_ADVERB}最(?:喜欢|爱)(?P<kind>吃|喝|玩|看|听|用|去){_ZH_VALUE}{_ZH_END}"),
+    ),
+    # Any other "X的<attribute>是/叫/换成了<value>".
+    (
+        "attribute",
+        re.compile(
+            rf"{_ZH_SUBJECT}的(?P<kind>[\u4e00-\u9fffA-Za-z ]{{1,8}}?)(?:现在)?(?:是|叫|换成了?|变成了?|改成了?){_ZH_VALUE}"
+            rf"的?{_ZH_END}"
+        ),
+    ),
+    (
+        "likes",
+        re.compile(
+            rf"{_ZH_SELF}{_ZH_ADVERB}(?:(?P<negation>不再|不太|不|没那么|讨厌){_ZH_ADVERB}(?:喜欢|爱|偏爱|热爱)?"
+            rf"|喜欢|爱|偏爱|热爱)(?:喝|吃|玩|看|听|用)?{_ZH_VALUE}{_ZH_END}"
+        ),
+    ),
+]
+
+# Attributes the generic "X's <attribute> is" patterns leave to the named ones (which normalise them).
+_KNOWN_ATTRIBUTES = frozenset(
+    {
+        "name",
+        "full name",
+        "employer",
+        "company",
+        "home",
+        "hometown",
+        "home town",
+        "job",
+        "role",
+        "job title",
+        "title",
+        "position",
+        "occupation",
+        "age",
+        *_RELATIONS,
+        *_ZH_RELATIONS,
+        "名字",
+    }
+)
+
+_FILLER = re.compile(r"^(?:the|a|an|my|our)\s+|\s+(?:now|currently|today|these days|again|too|as well)$")
+
+
+def _clean(value: str) -> str:
+    value = unicodedata.normalize("NFKC", value).strip().strip("\"'“”‘’「」")
+    value = value.rstrip("了呢啦吧")
+    previous = None
+    while previous != value:
+        previous, value = value, _FILLER.sub("", value.casefold()).strip()
+    return value
+
+
+def _subject(who: str | None) -> str:
+    if who is None:
+        return SELF
+    who = who.strip()
+    if who.casefold() in {
+        "i",
+        "my",
+        "me",
+        "the user",
+        "the user's",
+        "我",
+        "用户",
+        "他",
+        "她",
+    } or who.startswith("用户"):
+        return SELF if who.casefold() not in {"他", "她"} else "third person"
+    return who.removesuffix("'s").casefold()
+
+
+def same_value(one: str, other: str) -> bool:
+    """Two values of one attribute agree when one says no more than the other ("march 14" / "on 14 march",
+    "subaru outback" / "2019 subaru outback")."""
+    from core.text import content_words
+
+    if one == other:
+        return True
+    a, b = content_words(one), content_words(other)
+    return bool(a and b) and (a <= b or b <= a)
+
+
+def slots(text: str) -> list[Slot]:
+    """The single-valued facts a memory states, at most one per subject and attribute (the last one wins:
+    "I used to live in Paris but now I live in Lyon")."""
+    found: dict[str, Slot] = {}
+    if text.rstrip().endswith(("?", "？")):
+        return []  # a question states nothing
+    for kind, pattern in [*_ENGLISH, *_CHINESE]:
+        for match in pattern.finditer(text):
+            attribute = kind
+            groups = match.groupdict()
+            who = groups.get("who") or groups.get("whose")
+            value = _clean(groups["value"])
+            if not value or (attribute == "name" and len(value.split()) > 3):
+                continue
+            if attribute == "relation":
+                relation = groups["relation"].casefold()
+                attribute = _RELATIONS.get(relation) or _ZH_RELATIONS.get(relation, "relation")
+            elif attribute == "favourite":
+                attribute = f"favourite:{_clean(groups['kind'])}"
+            elif attribute == "attribute":
+                kind = _clean(groups["kind"])
+                if kind in _KNOWN_ATTRIBUTES or kind.split()[0] in (
+                    "favourite",
+                    "favorite",
+                    "preferred",
+                    "go-to",
+                ):
+                    continue  # a named pattern above reads it
+                attribute = f"attribute:{kind}"
+            elif attribute == "likes":
+                attribute, value = f"likes:{value}", "no" if groups.get("negation") else "yes"
+            subject = _subject(who)
+            if subject == "third person":
+                continue  # "he"/"she" names nobody this memory identifies
+            slot = Slot(subject, attribute, value)
+            found[slot.key] = slot
+    return list(found.values())

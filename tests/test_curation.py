@@ -1,0 +1,197 @@
+"""Clean memory in (issue 14): duplicates are counted, not stored; newer facts supersede older ones."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memories import curation, services
+from memories.facts import slots
+from memories.models import Fact, Memory, MemoryEdit
+from memories.tools import MemoryTool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def add(api, content, memory_type="semantic", **fields):
+    return api("post", "/memories/", {"content": content, "memory_type": memory_type, **fields})
+
+
+def test_a_second_identical_post_answers_with_the_first_memory(api, user):
+    first = add(api, "The user is allergic to peanuts.")
+    assert first.status_code == 201 and first.json()["write"]["action"] == "add"
+    again = add(api, "the user is allergic to peanuts", importance=0.9)
+    assert again.status_code == 200
+    body = again.json()
+    assert body["id"] == first.json()["id"]
+    assert body["write"]["action"] == "duplicate"
+    assert body["seen_count"] == 2 and body["importance"] == 0.9
+    assert [source["via"] for source in body["sources"]] == ["api", "api"]
+    assert all("api_key" in source for source in body["sources"])
+    assert Memory.objects.filter(user=user).count() == 1
+
+
+def test_another_users_identical_memory_is_not_a_duplicate(api, user, other_user):
+    mine = services.memory_write(user=other_user, content="I live in Porto", memory_type="semantic")
+    response = add(api, "I live in Porto")
+    assert response.status_code == 201 and response.json()["id"] != str(mine.memory.pk)
+    assert Memory.objects.get(pk=mine.memory.pk).superseded_by is None  # nor superseded by another user
+
+
+def test_a_fact_that_says_no_more_merges_and_keeps_its_provenance(user):
+    first = services.memory_write(user=user, content="I am vegetarian", memory_type="semantic")
+    again = services.memory_write(user=user, content="I'm vegetarian.", memory_type="semantic", via="tool")
+    assert again.action == curation.MERGE and again.memory.pk == first.memory.pk
+    assert again.memory.seen_count == 2 and [s["via"] for s in again.memory.sources] == ["system", "tool"]
+    edit = MemoryEdit.objects.get(memory=first.memory)
+    assert edit.changes["merged"] == [None, "I'm vegetarian."]
+    assert "similarity" in edit.reason
+
+
+def test_similar_sentences_about_different_things_are_both_kept(user):
+    services.memory_write(user=user, content="I have a cat named Mochi", memory_type="semantic")
+    for content in ("I have a dog named Bao", "I don't have a cat named Mochi", "我有一只猫", "我有两只猫"):
+        assert services.memory_write(user=user, content=content, memory_type="semantic").action == "add"
+
+
+def test_a_newer_employer_supersedes_the_older_and_search_follows(api, user):
+    acme = add(api, "I work at Acme Corp").json()
+    globex = add(api, "I now work at Globex").json()
+    assert globex["write"]["action"] == "supersede"
+    assert globex["write"]["superseded"] == [acme["id"]]
+    old = Memory.objects.get(pk=acme["id"])
+    assert str(old.superseded_by_id) == globex["id"] and old.valid_to is not None
+    assert "employer is globex" in old.edits.get().reason
+
+    current = api("post", "/memories/search", {"query": "Where do I work?"}).json()["results"]
+    assert [r["id"] for r in current] == [globex["id"]]
+    history = api("post", "/memories/search", {"query": "Where do I work?", "include_superseded": True})
+    results = history.json()["results"]
+    assert results[0]["id"] == globex["id"]
+    assert {r["id"]: r["superseded_by"] for r in results}[acme["id"]] == globex["id"]
+
+    listed = api("get", "/memories/?superseded=true").json()["items"]
+    assert [m["id"] for m in listed] == [acme["id"]]
+    assert api("post", f"/memories/{globex['id']}/reinstate").status_code == 409
+    reinstated = api("post", f"/memories/{acme['id']}/reinstate").json()
+    assert reinstated["superseded_by"] is None and reinstated["valid_to"] is None
+    assert "restored" in Memory.objects.get(pk=acme["id"]).edits.first().reason
+
+
+def test_chinese_facts_supersede_too(user):
+    shanghai = services.memory_write(user=user, content="我住在上海", memory_type="semantic").memory
+    moved = services.memory_write(user=user, content="我搬到杭州了", memory_type="semantic")
+    assert moved.action == "supersede" and moved.superseded == (shanghai,)
+    name = services.memory_write(user=user, content="我叫小明", memory_type="semantic").memory
+    assert services.memory_write(user=user, content="用户名叫小明", memory_type="semantic").memory == name
+
+
+def test_an_imported_older_fact_goes_in_already_superseded(user):
+    now = timezone.now()
+    current = services.memory_write(user=user, content="I live in Lyon", memory_type="semantic").memory
+    older = services.memory_write(
+        user=user, content="I live in Paris", memory_type="semantic", created_at=now - timedelta(days=400)
+    )
+    assert older.action == "supersede" and older.memory.superseded_by == current
+    assert Memory.objects.get(pk=current.pk).superseded_by is None
+
+
+def test_bulk_writes_check_each_item_against_the_ones_before(api, user):
+    items = [
+        {"content": "I live in Paris", "memory_type": "semantic", "created_at": "2024-01-01T00:00:00Z"},
+        {"content": "I live in Paris.", "memory_type": "semantic", "created_at": "2024-01-02T00:00:00Z"},
+        {"content": "I live in Lyon", "memory_type": "semantic", "created_at": "2025-01-01T00:00:00Z"},
+        {"content": "standup at nine", "memory_type": "working", "session_id": "a"},
+        {"content": "standup at nine", "memory_type": "working", "session_id": "b"},
+    ]
+    body = api("post", "/memories/bulk", {"items": items}).json()
+    assert body["actions"] == ["add", "duplicate", "supersede", "add", "add"]
+    assert body["ids"][0] == body["ids"][1]
+    paris = Memory.objects.get(pk=body["ids"][0])
+    assert str(paris.superseded_by_id) == body["ids"][2] and paris.seen_count == 2
+    assert Memory.objects.filter(user=user).count() == 4
+    assert set(Fact.objects.filter(user=user).values_list("value", flat=True)) == {"paris", "lyon"}
+
+
+def test_events_repeat_only_within_minutes_and_working_memory_within_its_session(user):
+    session = services.session_for_key(user=user, key="s1")
+    day = timezone.now() - timedelta(days=3)
+    first = services.memory_write(
+        user=user, content="Ran 5 km", memory_type="episodic", session=session, created_at=day
+    )
+    same = services.memory_write(
+        user=user,
+        content="Ran 5 km",
+        memory_type="episodic",
+        session=session,
+        created_at=day + timedelta(minutes=2),
+    )
+    later = services.memory_write(
+        user=user,
+        content="Ran 5 km",
+        memory_type="episodic",
+        session=session,
+        created_at=day + timedelta(days=1),
+    )
+    assert (same.action, same.memory) == ("duplicate", first.memory)
+    assert later.action == "add"
+    assert services.memory_write(user=user, content="hello", session=session).action == "add"
+    assert services.memory_write(user=user, content="hello", session=session).action == "duplicate"
+    assert services.memory_write(user=user, content="hello").action == "add"
+
+
+def test_the_memory_tool_says_duplicate(user):
+    tool = MemoryTool(user_id=user.username)
+    first = tool.execute(
+        {"action": "add", "content": "My favourite colour is teal", "memory_type": "semantic"}
+    )
+    again = tool.execute(
+        {"action": "add", "content": "My favourite colour is teal", "memory_type": "semantic"}
+    )
+    assert again.data["action"] == "duplicate" and again.data["id"] == first.data["id"]
+    assert "duplicate" in again.text
+    newer = tool.execute(
+        {"action": "add", "content": "My favourite colour is green", "memory_type": "semantic"}
+    )
+    assert newer.data["superseded"] == [first.data["id"]]
+    found = tool.execute({"action": "search", "query": "favourite colour", "include_superseded": True})
+    assert {r["id"] for r in found.data["results"]} == {first.data["id"], newer.data["id"]}
+    current = tool.execute({"action": "search", "query": "favourite colour"})
+    assert [r["id"] for r in current.data["results"]] == [newer.data["id"]]
+
+
+def test_the_page_links_a_superseded_fact_to_its_successor_and_reinstates_it(logged_in, user, other_user):
+    old = services.memory_write(user=user, content="My manager is Kofi", memory_type="semantic").memory
+    new = services.memory_write(user=user, content="My manager is Lena", memory_type="semantic").memory
+    page = logged_in.get(f"/memories/{old.pk}/").content.decode()
+    assert f"/memories/{new.pk}/" in page and "Make current again" in page
+    assert "My manager is Kofi" in logged_in.get(f"/memories/{new.pk}/").content.decode()  # "Replaces"
+    listing = logged_in.get("/memories/").content.decode()
+    assert "superseded" in listing
+    logged_in.post(f"/memories/{old.pk}/reinstate/")
+    assert Memory.objects.get(pk=old.pk).superseded_by is None
+    theirs = services.memory_write(
+        user=other_user, content="My manager is Ada", memory_type="semantic"
+    ).memory
+    assert logged_in.post(f"/memories/{theirs.pk}/reinstate/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I work at Acme", {("user|employer", "acme")}),
+        ("Ana's manager is Kofi Mensah", {("ana|manager", "kofi mensah")}),
+        ("Ana reports to Lena now", {("ana|manager", "lena")}),
+        (
+            "I don't like tea any more, I prefer coffee",
+            {("user|likes:tea", "no"), ("user|likes:coffee", "yes")},
+        ),
+        ("我叫小明，我在上海做数据分析", {("user|name", "小明"), ("user|role", "数据分析")}),
+        ("李四的经理是王五", {("李四|manager", "王五")}),
+        ("我今年28岁", {("user|age", "28")}),
+        ("What do I like?", set()),
+        ("I have a cat named Mochi", set()),
+    ],
+)
+def test_single_valued_facts_are_read_from_plain_statements(text, expected):
+    assert {(slot.key, slot.value) for slot in slots(text)} == expected
