@@ -25,6 +25,7 @@ from core.models import ApiKey
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories import services as memory_services
+from memories.facts import statements
 from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import MemoryHit, search_memories
 from memories.tools import MemoryTool
@@ -37,18 +38,6 @@ CONTEXT_MEMORIES = 5
 CONTEXT_CHUNKS = 3
 CONSOLIDATE_AFTER = 3  # important working memories in a session before they move to episodic memory
 IMPORTANT_TURN = re.compile(r"记住|重要|别忘|remember|important|don't forget|do not forget", re.IGNORECASE)
-# Plain statements of fact about the speaker, captured offline when no LLM decides what to keep.
-FACT_PATTERNS = [
-    re.compile(r"\b(?:my name is|i am called|call me)\b", re.IGNORECASE),
-    re.compile(r"\bi(?:'m| am) (?:a|an|the)\b", re.IGNORECASE),
-    re.compile(r"\bi (?:work|worked) (?:as|at|for|in)\b", re.IGNORECASE),
-    re.compile(r"\bi (?:live|lived) in\b", re.IGNORECASE),
-    re.compile(r"\bi (?:like|love|prefer|hate|dislike)\b", re.IGNORECASE),
-    re.compile(
-        r"\bmy (?:job|work|role|favou?rite|birthday|wife|husband|partner|daughter|son)\b", re.IGNORECASE
-    ),
-    re.compile(r"我叫|我的名字|我是|我在.{1,20}(?:工作|上班)|我住在|我喜欢|我不喜欢|我的工作"),
-]
 SYSTEM_PROMPT = (
     "You are Mnemo's assistant, an agent with long-term memory and a knowledge base. Answer in the user's "
     "language. When the user states a lasting fact about themselves (name, job, preferences), save it with "
@@ -64,7 +53,7 @@ class TurnResult:
     text: str
     memories: list[MemoryHit] = field(default_factory=list)
     chunks: list[ChunkHit] = field(default_factory=list)
-    saved: list[str] = field(default_factory=list)
+    saved: list[dict] = field(default_factory=list)
 
 
 class Agent:
@@ -98,6 +87,7 @@ class Agent:
             "memories": [str(hit.memory.pk) for hit in memories],
             "chunks": [str(hit.chunk.pk) for hit in chunks],
             "saved": saved,
+            "asked": str(user_message.pk),  # the user's message: the source its repeats were counted with
             "retrieval_only": self.llm is None,
         }
         assistant.latency_ms = round((time.perf_counter() - started) * 1000)
@@ -113,44 +103,35 @@ class Agent:
 
     # --- memory capture -----------------------------------------------------------------------------------
 
-    def _capture(self, text: str, message: ChatMessage) -> list[str]:
-        """The turn goes to working memory; stated facts (offline, when no LLM chooses) to semantic memory."""
-        saved = []
-        importance = 0.8 if IMPORTANT_TURN.search(text) else 0.5
+    def _capture(self, text: str, message: ChatMessage) -> list[dict]:
+        """The turn goes to working memory; the lasting facts it states (offline, when no LLM chooses), each as
+        a third-person statement, to semantic memory, where repeats are counted and newer values supersede.
+        Returns what each write did, for the page to show with Undo."""
+        saved: list[dict] = []
+        asking = text.rstrip().endswith(("?", "？"))
+        # A question is context for this conversation only: never important enough to be consolidated.
+        importance = 0.3 if asking else 0.8 if IMPORTANT_TURN.search(text) else 0.5
         try:
-            working = memory_services.memory_write(
-                user=self.user,
-                content=text[:4000],
-                memory_type=MemoryType.WORKING,
-                importance=importance,
-                session=self.session,
-                source_message=message,
-                via=self._via,
-                api_key=self.api_key,
-            )
-            if working.stored:
-                saved.append(str(working.memory.pk))
+            self._keep(saved, text[:4000], MemoryType.WORKING, importance, message)
         except memory_services.MemoryRequestError as exc:
             logger.info("turn not kept in working memory: %s", exc)
         if self.llm is None:
-            for sentence in _sentences(text):
-                if sentence.endswith(("?", "？")) or not any(
-                    pattern.search(sentence) for pattern in FACT_PATTERNS
-                ):
-                    continue  # a question about oneself ("what do I like?") states no fact
-                written = memory_services.memory_write(
-                    user=self.user,
-                    content=sentence,
-                    memory_type=MemoryType.SEMANTIC,
-                    importance=0.8,
-                    session=self.session,
-                    source_message=message,
-                    via=self._via,
-                    api_key=self.api_key,
-                )
-                if written.stored:  # a repeat of a known fact is counted on it, not saved again
-                    saved.append(str(written.memory.pk))
+            for statement in statements(text):
+                self._keep(saved, statement, MemoryType.SEMANTIC, 0.8, message)
         return saved
+
+    def _keep(self, saved: list[dict], content: str, memory_type: str, importance: float, message) -> None:
+        written = memory_services.memory_write(
+            user=self.user,
+            content=content,
+            memory_type=memory_type,
+            importance=importance,
+            session=self.session,
+            source_message=message,
+            via=self._via,
+            api_key=self.api_key,
+        )
+        saved.append(capture_record(written.memory.pk, written.action, [m.pk for m in written.superseded]))
 
     @property
     def _via(self) -> str:
@@ -250,7 +231,7 @@ class Agent:
         assistant.tool_calls = trace
         return answer
 
-    def _call_tool(self, call: ToolCall, user_message: ChatMessage, saved: list[str]) -> dict:
+    def _call_tool(self, call: ToolCall, user_message: ChatMessage, saved: list[dict]) -> dict:
         outcome = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": False, "result": ""}
         if call.name not in FUNCTIONS:
             outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(FUNCTIONS)}"
@@ -280,8 +261,9 @@ class Agent:
         outcome["ok"], outcome["result"] = reply.ok, reply.text
         if tool_name == "memory" and action == "add" and reply.ok:
             memory_id = reply.data["id"]
-            Memory.objects.filter(pk=memory_id).update(source_message=user_message)
-            saved.append(memory_id)
+            if reply.data["action"] in ("add", "supersede"):
+                Memory.objects.filter(pk=memory_id).update(source_message=user_message)
+            saved.append(capture_record(memory_id, reply.data["action"], reply.data["superseded"]))
         return outcome
 
     def _history(self, current: ChatMessage) -> list[dict]:
@@ -328,10 +310,6 @@ def _relay(stream) -> Iterator[dict]:
         yield {"type": "delta", "text": delta}
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", text) if len(s.strip()) > 3]
-
-
 def retrieval_only_answer(memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:
     if not memories and not chunks:
         return f"{RETRIEVAL_ONLY} nothing in your memories or knowledge base matches this yet."
@@ -347,11 +325,30 @@ def retrieval_only_answer(memories: list[MemoryHit], chunks: list[ChunkHit]) -> 
     return "\n".join(lines)
 
 
+def capture_record(memory_id, action: str, superseded) -> dict:
+    """What one write of a turn did, kept on the answer (retrieved["saved"]) for the page and for Undo."""
+    return {"id": str(memory_id), "action": action, "superseded": [str(pk) for pk in superseded]}
+
+
+def saved_records(message: ChatMessage) -> list[dict]:
+    """The answer's capture records; answers from before curation kept only the ids of memories they added."""
+    saved = message.retrieved.get("saved", []) if isinstance(message.retrieved, dict) else []
+    return [capture_record(item, "add", []) if isinstance(item, str) else item for item in saved]
+
+
 def undo_saved(*, user: AbstractBaseUser, message: ChatMessage, memory_id: str) -> bool:
-    """Delete a memory this chat turn saved (only those: the message records them)."""
-    if memory_id not in message.retrieved.get("saved", []):
+    """Undo what this chat turn did to a memory (only its own writes: the message records them): a new memory
+    is deleted and what it superseded is current again; a repeat is uncounted."""
+    record = next((item for item in saved_records(message) if item["id"] == memory_id), None)
+    if record is None:
         return False
-    return memory_services.memories_delete(user=user, memory_ids=[memory_id]) == 1
+    return memory_services.memory_write_undo(
+        user=user,
+        memory_id=memory_id,
+        action=record["action"],
+        superseded=record["superseded"],
+        source_message_id=message.retrieved.get("asked"),
+    )
 
 
 def session_end(*, user: AbstractBaseUser, session: AgentSession) -> int:

@@ -12,7 +12,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib import messages
@@ -28,7 +28,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from agents.agent import Agent, session_end, undo_saved
+from agents.agent import Agent, saved_records, session_end, undo_saved
 from agents.forms import MessageForm
 from agents.models import AgentSession, ChatMessage, ChatRole
 from knowledge.models import Chunk
@@ -116,6 +116,8 @@ class SavedItem:
     memory_id: str
     memory: Memory | None  # None once undone (or expired from working memory)
     undone: bool = False  # just undone by this request
+    action: str = "add"  # what the turn's write did (memories.curation)
+    superseded: list[Memory] = field(default_factory=list)  # the facts it replaced
 
 
 def _uuids(values: Iterable[str]) -> set[uuid.UUID]:
@@ -167,7 +169,9 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
     chunk_ids: set[uuid.UUID] = set()
     for message in answers:
         retrieved = message.retrieved if isinstance(message.retrieved, dict) else {}
-        memory_ids |= _uuids(retrieved.get("memories", [])) | _uuids(retrieved.get("saved", []))
+        saved = saved_records(message)
+        memory_ids |= _uuids(retrieved.get("memories", [])) | _uuids(item["id"] for item in saved)
+        memory_ids |= _uuids(pk for item in saved for pk in item["superseded"])
         chunk_ids |= _uuids(retrieved.get("chunks", []))
     memories = {str(pk): m for pk, m in Memory.objects.for_user(user).in_bulk(memory_ids).items()}
     chunks = {
@@ -186,8 +190,13 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
             url = chunk_url(chunk.pk, chunk.document_id, chunk.ordinal) if chunk else ""
             message.cited_chunks.append(CitedChunk(n, chunk, url))
         message.saved_items = [
-            SavedItem(str(memory_id), memories.get(str(memory_id)))
-            for memory_id in retrieved.get("saved", [])
+            SavedItem(
+                item["id"],
+                memories.get(item["id"]),
+                action=item["action"],
+                superseded=[memories[pk] for pk in item["superseded"] if pk in memories],
+            )
+            for item in saved_records(message)
         ]
         message.trace = _trace(message.tool_calls)
         message.answer_html = _answer_html(message, len(message.cited_chunks))
@@ -311,16 +320,14 @@ def chat_undo(
         ChatMessage.objects.filter(session=session, role=ChatRole.ASSISTANT), pk=message_pk
     )
     memory_id = str(memory_pk)
-    saved = message.retrieved.get("saved", []) if isinstance(message.retrieved, dict) else []
-    if memory_id not in saved:
+    record = next((item for item in saved_records(message) if item["id"] == memory_id), None)
+    if record is None:
         raise Http404("This turn did not save that memory.")
-    deleted = undo_saved(user=request.user, message=message, memory_id=memory_id)
+    undone = undo_saved(user=request.user, message=message, memory_id=memory_id)
     if request.htmx:
-        item = SavedItem(memory_id, None, undone=True)
+        item = SavedItem(memory_id, None, undone=True, action=record["action"])
         return render(request, f"{SESSION_TEMPLATE}#saved-item", {"message": message, "item": item})
-    messages.success(
-        request, "Undone: the memory was deleted." if deleted else "That memory was already gone."
-    )
+    messages.success(request, "Undone." if undone else "There was nothing left to undo.")
     return redirect(_session_url(session, message))
 
 

@@ -1,7 +1,7 @@
 """How well the write path tells duplicates, contradictions and distinct facts apart (memories.curation).
 
-    .venv/bin/python bench/dedupe_eval.py            # dev and test → results/dedupe.md
-    .venv/bin/python bench/dedupe_eval.py --no-write
+    .venv/bin/python bench/dedupe_eval.py                     # dev, test and throughput → results/dedupe.md
+    .venv/bin/python bench/dedupe_eval.py --no-write --throughput 0   # pairs only, printed
 
 Data: bench/data/dedupe/pairs_{dev,test}.json, hand-written pairs (existing memory, new memory) labelled
 duplicate / contradiction / distinct (FORMAT.md). Each pair runs under a fresh user on the embedded defaults:
@@ -12,10 +12,18 @@ memory (duplicate or merge), a contradiction should supersede it, a distinct fac
 The near-duplicate threshold (NEAR_DUPLICATE_SIMILARITY) is chosen on dev: the sweep table shows, per threshold,
 how many duplicates are caught and how many other pairs would be wrongly merged (a wrong merge loses the new fact,
 so it weighs more than a missed duplicate). Test is only reported.
+
+Throughput: the cost of the checks on bulk writes. LoCoMo turns (../shared/bench/locomo10.json, never copied
+here) are written as facts (semantic: every check runs, the worst case) through `memory_bulk_create` in batches
+of 1,000 into two users, one with the checks on and one with them off, batch by batch in turn so both see the
+same machine load; the embedding cache is emptied before each batch, so each run embeds its texts itself. Times
+include the vector mirror and entity linking, as a client of POST /memories/bulk waits for them.
 """
 
 import argparse
 import json
+import os
+import re
 import sys
 import tempfile
 import time
@@ -27,6 +35,7 @@ DATA = ROOT / "bench" / "data" / "dedupe"
 RESULTS = ROOT / "bench" / "results" / "dedupe.md"
 sys.path.insert(0, str(ROOT))
 
+LOCOMO = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "bench" / "locomo10.json"))
 EXPECTED = {"duplicate": ("duplicate", "merge"), "contradiction": ("supersede",), "distinct": ("add",)}
 SWEEP = (0.75, 0.78, 0.80, 0.82, 0.84, 0.85, 0.86, 0.88, 0.90, 0.92, 0.95)
 
@@ -101,12 +110,64 @@ def summary(rows: list[dict], threshold: float) -> dict:
     }
 
 
+def locomo_texts(total: int) -> list[str]:
+    data = json.loads(LOCOMO.read_text())
+    texts = [
+        f"{turn['speaker']}: {turn['text']}"
+        for sample in data
+        for key, turns in sample["conversation"].items()
+        if re.fullmatch(r"session_\d+", key)
+        for turn in turns
+    ]
+    return [texts[i % len(texts)] for i in range(total)]
+
+
+def throughput(total: int, batch: int = 1000) -> dict:
+    """Seconds per side and what the checks decided, for `total` facts written in batches."""
+    from django.contrib.auth.models import User
+
+    from core import stores
+    from memories.models import Memory
+    from memories.services import NewMemory, memory_bulk_create
+
+    texts = locomo_texts(total)
+    users = {
+        True: User.objects.create(username="throughput-on"),
+        False: User.objects.create(username="throughput-off"),
+    }
+    seconds = {True: 0.0, False: 0.0}
+    actions: Counter = Counter()
+    for start in range(0, total, batch):
+        items = [NewMemory(text, "semantic") for text in texts[start : start + batch]]
+        for curate in (True, False):
+            stores.embedding_set()._recent.clear()
+            began = time.perf_counter()
+            written = memory_bulk_create(user=users[curate], items=items, curate=curate)
+            seconds[curate] += time.perf_counter() - began
+            if curate:
+                actions.update(w.action for w in written)
+        print(
+            f"  {start + len(items):>6} facts: on {seconds[True]:.0f} s, off {seconds[False]:.0f} s",
+            flush=True,
+        )
+    return {
+        "total": total,
+        "on": seconds[True],
+        "off": seconds[False],
+        "actions": dict(actions),
+        "rows": {curate: Memory.objects.filter(user=users[curate]).count() for curate in (True, False)},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--no-write", action="store_true", help="print only; do not write results/dedupe.md")
     parser.add_argument("--json", type=Path, help="also write every pair's outcome here")
+    parser.add_argument(
+        "--throughput", type=int, default=10_000, help="facts per side (0: skip); default 10,000"
+    )
     args = parser.parse_args()
 
     from bench.embedded import setup_django

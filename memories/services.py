@@ -345,7 +345,12 @@ def _apply_supersede(
 
 @transaction.atomic
 def memory_reinstate(
-    *, memory: Memory, via: str, editor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+    *,
+    memory: Memory,
+    via: str,
+    editor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    reason: str = "restored by hand",
 ) -> Memory:
     """Make a superseded fact current again (the one that replaced it stays current too); recorded as an edit."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
@@ -357,12 +362,50 @@ def memory_reinstate(
         api_key=api_key,
         via=via,
         changes={"superseded_by": [str(memory.superseded_by_id), None]},
-        reason="restored by hand",
+        reason=reason,
     )
     memory.superseded_by = None
     memory.valid_to = None
     memory.save(update_fields=["superseded_by", "valid_to", "updated_at"])
     return memory
+
+
+@transaction.atomic
+def memory_write_undo(
+    *,
+    user: AbstractBaseUser,
+    memory_id: str,
+    action: str,
+    superseded: Sequence[str] = (),
+    source_message_id: str | None = None,
+) -> bool:
+    """Take back one write (the chat's Undo): a stored memory is deleted and the facts it superseded are current
+    again; a repeat counted on an existing memory is uncounted, its source removed. False if nothing was left."""
+    memory = Memory.objects.filter(user=user, pk=memory_id).first()
+    if memory is None:
+        return False
+    if action in (curation.DUPLICATE, curation.MERGE):
+        if memory.seen_count <= 1:
+            return False
+        sources = list(memory.sources)
+        mine = [
+            i for i, s in enumerate(sources) if source_message_id and s.get("message") == source_message_id
+        ]
+        if mine or sources:
+            sources.pop(mine[-1] if mine else len(sources) - 1)
+        memory.seen_count -= 1
+        memory.sources = sources
+        _save_mirrored(memory, update_fields=["seen_count", "sources", "updated_at"])
+        MemoryEdit.objects.create(
+            memory=memory,
+            via=EditVia.CHAT,
+            changes={"seen_count": [memory.seen_count + 1, memory.seen_count]},
+            reason="a repeat taken back (undo)",
+        )
+        return True
+    for older in Memory.objects.filter(user=user, pk__in=list(superseded), superseded_by=memory):
+        memory_reinstate(memory=older, via=EditVia.CHAT, reason="the fact that replaced it was undone")
+    return memories_delete(user=user, memory_ids=[memory.pk]) == 1
 
 
 @dataclass(frozen=True)
@@ -785,6 +828,7 @@ __all__ = [
     "memory_reinstate",
     "memory_update",
     "memory_write",
+    "memory_write_undo",
     "memories_clear",
     "memories_consolidate",
     "memories_delete",

@@ -148,7 +148,8 @@ def test_without_an_llm_stated_facts_are_still_captured_once(mnemo, user):
     ask(mnemo, "I work as a pilot. What's up?", "s-facts")
     ask(mnemo, "I work as a pilot.", "s-facts")
     facts = Memory.objects.filter(user=user, memory_type="semantic")
-    assert list(facts.values_list("content", flat=True)) == ["I work as a pilot."]
+    assert list(facts.values_list("content", flat=True)) == ["The user works as a pilot"]
+    assert facts.get().seen_count == 2  # told twice: counted, not stored twice
     assert facts.get().source_message.role == "user"
 
 

@@ -221,14 +221,15 @@ def test_chinese_round_trips_and_the_stated_fact_is_saved(logged_in, user, sessi
 
     events = stream(logged_in, session, text)
 
-    fact = Memory.objects.get(user=user, memory_type="semantic")
-    assert fact.content == text
+    facts = Memory.objects.filter(user=user, memory_type="semantic").order_by("created_at")
+    assert list(facts.values_list("content", flat=True)) == ["用户名叫小明", "用户是一名设计师"]
     assert session.messages.get(role=ChatRole.USER).content == text
     done = events[-1][1]["html"]
-    assert "Saved from this turn" in done
-    assert f'href="/memories/{fact.pk}/">{text}</a>' in done
+    assert "Memory from this turn" in done
+    for fact in facts:
+        assert f'href="/memories/{fact.pk}/">{fact.content}</a>' in done
     body = logged_in.get(page_url(session)).content.decode()
-    assert body.count(text) >= 2  # the user's bubble and the saved list
+    assert body.count(text) >= 2  # the user's bubble and the turn kept in working memory
     assert "<title>我叫小明，我是一名设计师。 · Chat · Mnemo</title>" in body
 
 
@@ -244,7 +245,7 @@ def test_a_stated_fact_streams_its_tool_call_and_is_listed_with_undo(fake_llm, l
     fact = Memory.objects.get(user=user, memory_type="semantic")
     assert fact.content == ALICE_FACT
     message = assistant(session)
-    assert str(fact.pk) in message.retrieved["saved"]
+    assert {"id": str(fact.pk), "action": "add", "superseded": []} in message.retrieved["saved"]
     done = events[-1][1]["html"]
     undo_url = reverse("chat_undo", args=[session.pk, message.pk, fact.pk])
     assert f'hx-post="{undo_url}"' in done
@@ -268,7 +269,7 @@ def test_undo_deletes_the_saved_memory_and_swaps_the_item(fake_llm, logged_in, u
     assert response.status_code == 200
     body = response.content.decode()
     assert "<html" not in body
-    assert body.strip().startswith(f'<li id="saved-{fact.pk}" class="saved-item is-undone">')
+    assert body.strip().startswith(f'<li id="saved-{fact.pk}" class="saved-item action-add is-undone">')
     assert "Undone: this memory was deleted." in body
     assert not Memory.objects.filter(pk=fact.pk).exists()
     page = logged_in.get(page_url(session)).content.decode()
@@ -283,7 +284,7 @@ def test_undo_without_htmx_redirects_back_with_a_message(logged_in, user, sessio
     response = logged_in.post(reverse("chat_undo", args=[session.pk, message.pk, fact.pk]), follow=True)
 
     assert response.redirect_chain == [(f"{page_url(session)}#message-{message.pk}", 302)]
-    assert "Undone: the memory was deleted." in response.content.decode()
+    assert "Undone." in response.content.decode()
     assert not Memory.objects.filter(pk=fact.pk).exists()
 
 
@@ -297,7 +298,7 @@ def test_undo_refuses_a_memory_that_turn_did_not_save(logged_in, user, session):
     assert response.status_code == 404
     assert Memory.objects.filter(pk=unrelated.pk).exists()
     user_message = session.messages.get(role=ChatRole.USER)
-    saved = message.retrieved["saved"][0]
+    saved = message.retrieved["saved"][0]["id"]
     # A user message never records saved memories: undo is for an answer's turn only.
     assert logged_in.post(reverse("chat_undo", args=[session.pk, user_message.pk, saved])).status_code == 404
 
@@ -396,3 +397,64 @@ def test_another_users_session_is_404_everywhere(client, user, other_user):
     theirs.refresh_from_db()
     assert theirs.ended_at is None
     assert "Alice" not in client.get(reverse("chat")).content.decode()
+
+
+# --- what a turn keeps (issue 14) ----------------------------------------------------------------------------
+
+
+def semantic(user) -> list[str]:
+    return list(
+        Memory.objects.filter(user=user, memory_type="semantic")
+        .order_by("created_at")
+        .values_list("content", flat=True)
+    )
+
+
+def test_a_turn_keeps_each_stated_fact_once_in_the_third_person(logged_in, user, session):
+    stream(logged_in, session, "我叫小明，我在上海做数据分析")
+    stream(logged_in, session, "I also have a cat named Mochi. What should I feed her?")
+    stream(logged_in, session, "我叫小明。")
+    assert semantic(user) == ["用户名叫小明", "用户在上海做数据分析", "The user has a cat named Mochi"]
+    assert Memory.objects.get(user=user, content="用户名叫小明").seen_count == 2
+    question = Memory.objects.get(user=user, memory_type="working", content__startswith="I also have")
+    assert question.importance == 0.3  # a question is never consolidated into long-term memory
+
+
+def test_questions_and_small_talk_are_never_facts(logged_in, user, session):
+    for text in ("What do I like to drink?", "Hi there!", "Can you summarise my notes?", "你对我了解多少？"):
+        stream(logged_in, session, text)
+    assert semantic(user) == []
+
+
+def test_a_changed_fact_supersedes_and_undo_brings_the_old_one_back(logged_in, user, session):
+    stream(logged_in, session, "I live in Lisbon.")
+    events = stream(logged_in, session, "I moved to Porto.")
+    lisbon, porto = (
+        Memory.objects.get(user=user, content=c)
+        for c in ("The user lives in Lisbon", "The user moved to Porto")
+    )
+    assert lisbon.superseded_by == porto
+    done = events[-1][1]["html"]
+    assert "replaces an older fact" in done and "was: <a" in done and "The user lives in Lisbon" in done
+    message = session.messages.filter(role=ChatRole.ASSISTANT).order_by("-created_at").first()
+    body = logged_in.post(
+        reverse("chat_undo", args=[session.pk, message.pk, porto.pk]), **HTMX
+    ).content.decode()
+    assert "the fact it replaced is current again" in body
+    assert not Memory.objects.filter(pk=porto.pk).exists()
+    assert Memory.objects.get(pk=lisbon.pk).superseded_by is None
+
+
+def test_undo_of_a_repeat_uncounts_it(logged_in, user, session):
+    stream(logged_in, session, "I work at Acme.")
+    stream(logged_in, session, "I work at Acme.")
+    fact = Memory.objects.get(user=user, memory_type="semantic")
+    assert fact.seen_count == 2
+    message = session.messages.filter(role=ChatRole.ASSISTANT).order_by("-created_at").first()
+    assert "already known" in logged_in.get(page_url(session)).content.decode()
+    body = logged_in.post(
+        reverse("chat_undo", args=[session.pk, message.pk, fact.pk]), **HTMX
+    ).content.decode()
+    assert "the repeat is no longer counted" in body
+    fact.refresh_from_db()
+    assert fact.seen_count == 1 and len(fact.sources) == 1
