@@ -27,6 +27,7 @@ from knowledge.tools import RAGTool
 from memories import services as memory_services
 from memories.facts import statements
 from memories.models import EditVia, Memory, MemoryType
+from memories.profile import Profile, user_profile
 from memories.retrieval import MemoryHit, search_memories
 from memories.tools import MemoryTool
 
@@ -45,6 +46,13 @@ SYSTEM_PROMPT = (
     "Cite knowledge passages as [n]."
 )
 RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
+# Asking what Mnemo knows about oneself, in English or Chinese.
+ABOUT_ME = re.compile(
+    r"\bwhat (?:do|did) you (?:know|remember) about me\b|\btell me (?:what you know )?about (?:me|myself)\b"
+    r"|\bwho am i\b|\bwhat have you (?:learned|learnt) about me\b"
+    r"|你对我(?:了解|知道)|你(?:都)?知道(?:关于)?我(?:的)?(?:什么|哪些|多少)|关于我你(?:都)?知道|你记得我(?:的)?(?:什么|哪些)|我是谁",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -72,11 +80,19 @@ class Agent:
         saved = self._capture(text, user_message)
         # A search reads a bounded query; a long message usually ends with what it asks.
         query = text[-MAX_QUERY_CHARS:]
-        memories = self._memories(query)
-        chunks = self._chunks(query)
+        # "What do you know about me?" shares no words with the facts that answer it: the profile does.
+        profile = user_profile(self.user) if ABOUT_ME.search(text) else None
+        if profile is not None:
+            memories = [MemoryHit(m, m.importance) for group in profile.groups.values() for m in group]
+            chunks = []
+        else:
+            memories = self._memories(query)
+            chunks = self._chunks(query)
         assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
         if self.llm is None:
-            answer = retrieval_only_answer(memories, chunks)
+            answer = (
+                profile_answer(profile) if profile is not None else retrieval_only_answer(memories, chunks)
+            )
             yield {"type": "delta", "text": answer}
         else:
             answer = yield from self._llm_answer(
@@ -308,6 +324,14 @@ def _relay(stream) -> Iterator[dict]:
         except StopIteration as finished:
             return finished.value
         yield {"type": "delta", "text": delta}
+
+
+def profile_answer(profile: Profile) -> str:
+    if profile.empty:
+        return (
+            f"{RETRIEVAL_ONLY} I don't know anything about you yet: tell me about yourself and I'll remember."
+        )
+    return f"{RETRIEVAL_ONLY} here is what I know about you.\n{profile.as_text()}"
 
 
 def retrieval_only_answer(memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:

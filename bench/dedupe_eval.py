@@ -234,6 +234,24 @@ def main() -> None:
             f"| {threshold:.2f} | {dev['accuracy']:.3f} | {dev['duplicate_recall']:.3f} | {dev['wrong_merges']} | "
             f"{test['accuracy']:.3f} | {test['duplicate_recall']:.3f} | {test['wrong_merges']} |"
         )
+    if args.throughput:
+        print(f"throughput: {args.throughput:,} facts per side", flush=True)
+        speed = throughput(args.throughput)
+        on, off = speed["total"] / speed["on"], speed["total"] / speed["off"]
+        lines += [
+            "",
+            f"## Bulk write throughput, {speed['total']:,} facts per side (LoCoMo turns as semantic memories)",
+            "",
+            "| checks | seconds | facts/s | rows stored |",
+            "|---|---|---|---|",
+            f"| on | {speed['on']:.0f} | {on:.1f} | {speed['rows'][True]:,} |",
+            f"| off | {speed['off']:.0f} | {off:.1f} | {speed['rows'][False]:,} |",
+            "",
+            f"With the checks on, bulk writes run at {on / off:.2f}× the speed without them "
+            f"({(1 - on / off) * 100:.0f}% slower). What they decided: "
+            + ", ".join(f"{count:,} {action}" for action, count in sorted(speed["actions"].items()))
+            + ".",
+        ]
     misses = [
         r for r in results["test"] if action_at(r, NEAR_DUPLICATE_SIMILARITY) not in EXPECTED[r["label"]]
     ]

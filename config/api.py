@@ -89,6 +89,7 @@ api = MnemoAPI(
 
 api.add_router("/memories/", "memories.api.router")
 api.add_router("/sessions/", "memories.api.sessions_router")
+api.add_router("/profile", "memories.api.profile_router")
 api.add_router("/tools/", "memories.api.tools_router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "memories.graph_api.router")

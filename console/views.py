@@ -23,6 +23,7 @@ from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from memories.models import Entity, Memory
+from memories.profile import user_profile
 from memories.retrieval import search_memories
 
 TEMPLATE = "console/evaluation.html"
@@ -367,6 +368,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "document_count": Document.objects.for_user(request.user).count(),
         "session_count": AgentSession.objects.for_user(request.user).count(),
         "recent": memories.select_related("session")[:8],
+        "profile": user_profile(request.user, per_group=5),
     }
     return render(request, "console/dashboard.html", context)
 

@@ -17,6 +17,7 @@ from core.auth import require_write
 from core.pagination import BoundedLimitOffset
 from memories import services
 from memories.models import EditVia, Memory
+from memories.profile import GROUPS, user_profile
 from memories.retrieval import search_memories
 from memories.schemas import (
     BulkIn,
@@ -29,6 +30,7 @@ from memories.schemas import (
     MemoryOut,
     MemoryPatch,
     MemoryTypeName,
+    ProfileOut,
     ScoredMemoryOut,
     SearchIn,
     SearchOut,
@@ -42,6 +44,7 @@ from memories.tools import MemoryTool
 router = Router(tags=["memories"])
 sessions_router = Router(tags=["sessions"])
 tools_router = Router(tags=["tools"])
+profile_router = Router(tags=["profile"])
 
 
 def _owner(request: HttpRequest):
@@ -328,3 +331,16 @@ def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
         require_write(request)
     tool = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth, session_id="api")
     return tool.execute(parameters).__dict__
+
+
+@profile_router.get("", response=ProfileOut, summary="What Mnemo knows about the key's owner")
+def get_profile(request: HttpRequest):
+    """Current facts grouped by kind (identity, work, people, preferences, other facts, recent events), most
+    important first: the same profile the chat answers "What do you know about me?" with."""
+    profile = user_profile(_owner(request))
+    return {
+        "groups": [
+            {"kind": kind, "label": GROUPS[kind], "memories": memories}
+            for kind, memories in profile.groups.items()
+        ]
+    }

@@ -249,3 +249,24 @@ class NeighborhoodOut(Schema):
 
 class MergeIn(Schema):
     into: UUID = Field(..., description="The entity that remains; the one in the path is folded into it.")
+
+
+class ProfileFactOut(Schema):
+    id: UUID
+    content: str
+    memory_type: str
+    importance: float
+    seen_count: int
+    created_at: datetime
+
+
+class ProfileGroupOut(Schema):
+    kind: Literal["identity", "work", "people", "preferences", "other", "recent"]
+    label: str
+    memories: list[ProfileFactOut]
+
+
+class ProfileOut(Schema):
+    groups: list[ProfileGroupOut] = Field(
+        description="The user's current facts by kind, most important first; superseded ones are left out."
+    )

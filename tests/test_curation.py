@@ -195,3 +195,44 @@ def test_the_page_links_a_superseded_fact_to_its_successor_and_reinstates_it(log
 )
 def test_single_valued_facts_are_read_from_plain_statements(text, expected):
     assert {(slot.key, slot.value) for slot in slots(text)} == expected
+
+
+def test_the_profile_groups_current_facts_by_kind(api, user, other_user):
+    for content in (
+        "My name is Ana Silva",
+        "I work at Acme",
+        "I now work at Globex",
+        "My manager is Kofi",
+        "I like green tea",
+        "The user has a cat named Mochi",
+    ):
+        services.memory_write(user=user, content=content, memory_type="semantic")
+    services.memory_write(user=user, content="Went hiking in Sintra", memory_type="episodic")
+    services.memory_write(user=other_user, content="My name is Mallory", memory_type="semantic")
+    groups = {
+        g["kind"]: [m["content"] for m in g["memories"]] for g in api("get", "/profile").json()["groups"]
+    }
+    assert groups == {
+        "identity": ["My name is Ana Silva"],
+        "work": ["My manager is Kofi", "I now work at Globex"],
+        "preferences": ["I like green tea"],
+        "other": ["The user has a cat named Mochi"],
+        "recent": ["Went hiking in Sintra"],
+    }
+
+
+def test_what_do_you_know_about_me_answers_from_the_profile_in_a_new_session(logged_in, user):
+    from agents.agent import Agent
+
+    first = services.session_for_key(user=user, key="day-1")
+    Agent(user=user, session=first).run("我叫小明，我在上海做数据分析。I also have a cat named Mochi.")
+    for note in ("Quarterly report draft is in the shared drive", "Buy printer paper", "Dentist on Friday"):
+        services.memory_write(user=user, content=note, memory_type="episodic")
+    later = services.session_for_key(user=user, key="day-2")
+    for question in ("What do you know about me?", "你对我了解多少？"):
+        answer = Agent(user=user, session=later).run(question).text
+        for fact in ("用户名叫小明", "用户在上海做数据分析", "The user has a cat named Mochi"):
+            assert fact in answer
+        assert answer.index("用户名叫小明") < answer.index("Dentist on Friday")  # identity before events
+    dashboard = logged_in.get("/").content.decode()
+    assert "What Mnemo knows about you" in dashboard and "用户名叫小明" in dashboard
