@@ -12,8 +12,15 @@ In order, for one new memory:
    no word of meaning the current one lacks: "I'm a vegetarian." after "The user is a vegetarian") is merged
    into it.
 Everything else is added. The decision and its reason go into the memories' edit history (memories.services).
+
+With an LLM configured, steps 2 and 3 are the model's, as in mem0's update phase: it sees the new fact and the
+current facts it might repeat or contradict (the nearest ones and those about the same subject and attribute),
+numbered, and answers add / update / supersede / ignore as JSON, validated before anything is trusted. If the call
+fails or the reply is not valid, the offline rules above decide and the reason says so. Bulk writes (imports)
+always use the offline rules: one model call per item would make an import of thousands take hours.
 """
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,9 +28,12 @@ from datetime import timedelta
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
+from pydantic import BaseModel, Field, ValidationError
 
 from core import stores
 from core.embeddings import CJK_CUTOFF
+from core.limits import MAX_CONTENT_CHARS
+from core.llm import LLMClient, LLMError
 from core.text import cjk_ratio, content_words
 from core.vectorstore import VectorStoreError
 from memories import mirror
@@ -36,6 +46,26 @@ EVENT_WINDOW = timedelta(minutes=10)
 # bench/results/dedupe.md).
 NEAR_DUPLICATE_SIMILARITY = 0.80
 NEAR_CANDIDATES = 5
+DECISION_PROMPT = (
+    "You keep a user's long-term memory clean. You get the user's current memories, numbered, and one new "
+    "memory. Decide what to do with the new memory and reply with JSON only: "
+    '{"decision": "add" | "update" | "supersede" | "ignore", "targets": [numbers], "text": "...", '
+    '"reason": "one short sentence"}. '
+    "add: it is new information (keep both). "
+    "ignore: it says nothing the target does not already say (same fact, maybe other words or language). "
+    "update: it is the same fact as the target with more detail; text is the one merged memory, in the "
+    "target's language. "
+    "supersede: it replaces the targets because the facts changed (a new employer, home, name, preference, "
+    "relationship...); the targets stay as history. "
+    "targets: the numbers of the memories concerned (none for add)."
+)
+
+
+class _ModelDecision(BaseModel):
+    decision: str = Field(pattern="^(add|update|supersede|ignore)$")
+    targets: list[int] = Field(default_factory=list, max_length=20)
+    text: str | None = Field(None, max_length=MAX_CONTENT_CHARS)
+    reason: str = Field("", max_length=1000)
 
 
 @dataclass(frozen=True)
@@ -46,6 +76,7 @@ class Decision:
     superseded_by: Memory | None = None  # an imported fact older than the current one
     reason: str = ""
     similarity: float | None = None
+    merged_text: str | None = None  # the model's merged wording of the existing memory (update)
 
 
 @dataclass
@@ -54,6 +85,7 @@ class Curator:
 
     user: AbstractBaseUser
     enabled: bool = True
+    llm: LLMClient | None = None  # decides steps 2 and 3 when set
     _batch: list[Memory] = field(default_factory=list)  # accepted, not yet in the vector store
     _slots: dict[int, list[Slot]] = field(default_factory=dict)
 
@@ -80,10 +112,55 @@ class Curator:
             )
         if memory.memory_type != MemoryType.SEMANTIC:
             return Decision(ADD)
-        decision = self._contradictions(memory)
-        if decision is not None:
-            return decision
-        return self._near_duplicate(memory) or Decision(ADD)
+        fallback = ""
+        if self.llm is not None:
+            try:
+                return self._ask_model(memory)
+            except (LLMError, ValueError, ValidationError) as exc:
+                fallback = f"offline rules (the model's decision failed: {str(exc)[:200]}): "
+        decision = self._contradictions(memory) or self._near_duplicate(memory) or Decision(ADD)
+        if fallback and decision.action != ADD:
+            return Decision(**{**decision.__dict__, "reason": fallback + decision.reason})
+        return decision
+
+    # --- the model's decision -----------------------------------------------------------------------------
+
+    def _ask_model(self, memory: Memory) -> Decision:
+        """mem0's update phase: the model chooses; ids are shown as small numbers so none can be invented."""
+        candidates: dict[object, Memory] = {}
+        for slot in self.slots_of(memory):
+            for fact in Fact.objects.filter(
+                user=self.user, key=slot.key[:200], memory__in=Memory.objects.current()
+            ).select_related("memory"):
+                candidates.setdefault(fact.memory.pk, fact.memory)
+        nearest = sorted(self._similar(memory), key=lambda pair: pair[1], reverse=True)
+        # As mem0 does, the nearest facts whatever their similarity: a paraphrase in another language or a
+        # changed fact worded anew ("Started at Globex" after "I work at Acme") can sit far below any threshold.
+        for existing, _ in nearest[:NEAR_CANDIDATES]:
+            candidates.setdefault(existing.pk, existing)
+        if not candidates:
+            return Decision(ADD, reason="the model was not asked: the user has no current fact yet")
+        shown = list(candidates.values())
+        listing = "\n".join(f"{i}. {m.content}" for i, m in enumerate(shown))
+        reply = self.llm.ask(
+            DECISION_PROMPT, f"Current memories:\n{listing}\n\nNew memory: {memory.content}", temperature=0.0
+        )
+        payload = reply.strip()
+        if payload.startswith("```"):
+            payload = payload.strip("`").removeprefix("json").strip()
+        choice = _ModelDecision.model_validate(json.loads(payload))
+        targets = [shown[i] for i in dict.fromkeys(choice.targets) if 0 <= i < len(shown)]
+        reason = f"the model: {choice.reason or choice.decision}"
+        if choice.decision != "add" and not targets:
+            raise ValueError(f"the model chose {choice.decision} without a valid target")
+        if choice.decision == "ignore":
+            return Decision(DUPLICATE, existing=targets[0], reason=reason)
+        if choice.decision == "update":
+            text = (choice.text or "").strip() or None
+            return Decision(MERGE, existing=targets[0], reason=reason, merged_text=text)
+        if choice.decision == "supersede":
+            return Decision(SUPERSEDE, superseded=tuple(targets), reason=reason)
+        return Decision(ADD, reason=reason)
 
     def accept(self, memory: Memory) -> None:
         self._batch.append(memory)

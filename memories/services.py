@@ -28,6 +28,7 @@ from core.limits import (
     check_names,
     check_text,
 )
+from core.llm import get_llm
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens, fingerprint
 from memories import curation, mirror
@@ -227,7 +228,7 @@ def memory_write(
         created_at=created_at,
         **detail,
     )
-    curator = curation.Curator(user, enabled=curate)
+    curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)
     source = _source(memory, via=via, api_key=api_key)
     if decision.action in (curation.DUPLICATE, curation.MERGE):
@@ -296,6 +297,8 @@ def _count_repeat(
         )
     if "importance" in changes:
         _mirror_on_commit([existing.pk])  # importance is in the vector payload
+    if decision.merged_text and decision.merged_text != existing.content:
+        existing = memory_update(memory=existing, via=via, api_key=api_key, content=decision.merged_text)
     return existing
 
 
@@ -632,6 +635,9 @@ def memory_update(
     memory.mirror_state = MirrorState.PENDING
     _save_mirrored(memory)
     MemoryEdit.objects.create(memory=memory, editor=editor, api_key=api_key, via=via, changes=diff)
+    if "content" in diff or "memory_type" in diff:
+        memory.facts.all().delete()  # what it states changed: index it again
+        _index_facts(curation.Curator(memory.user), [memory])
     if "content" in diff or memory.memory_type == MemoryType.SEMANTIC and "memory_type" in diff:
         link_entities(memory)
     _mirror_on_commit([memory.pk])

@@ -22,6 +22,9 @@ class FakeLLM:
         self.requests: list[dict] = []
         self.malformed_sent = False
         self.streams_abandoned = 0  # streams whose reader (Mnemo) closed the connection before the end
+        # Replies to the memory-curation prompt (memories.curation), in order; {"decision": "add"} when empty.
+        self.curation_replies: list[str] = []
+        self.curation_prompts: list[str] = []
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -41,6 +44,13 @@ class FakeLLM:
         """{"content": str} or {"tool_calls": [{"name", "arguments"}]}."""
         messages = body["messages"]
         last = messages[-1]
+        if messages[0]["role"] == "system" and messages[0]["content"].startswith(
+            "You keep a user's long-term"
+        ):
+            self.curation_prompts.append(last["content"])
+            return {
+                "content": self.curation_replies.pop(0) if self.curation_replies else '{"decision": "add"}'
+            }
         if last["role"] == "tool":
             return {"content": f"Done: {last['content'][:80]}"}
         user_text = last.get("content") or ""

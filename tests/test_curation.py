@@ -236,3 +236,42 @@ def test_what_do_you_know_about_me_answers_from_the_profile_in_a_new_session(log
         assert answer.index("用户名叫小明") < answer.index("Dentist on Friday")  # identity before events
     dashboard = logged_in.get("/").content.decode()
     assert "What Mnemo knows about you" in dashboard and "用户名叫小明" in dashboard
+
+
+# --- with the (scripted) model ------------------------------------------------------------------------------
+
+
+def test_the_model_decides_update_and_supersede_as_validated_json(fake_llm, user):
+    acme = services.memory_write(user=user, content="I work at Acme", memory_type="semantic").memory
+    cat = services.memory_write(user=user, content="The user has a cat", memory_type="semantic").memory
+    fake_llm.curation_prompts.clear()
+    fake_llm.curation_replies = [
+        '{"decision": "update", "targets": [0], "text": "The user has a cat named Mochi", "reason": "adds the name"}',
+        '```json\n{"decision": "supersede", "targets": [0], "reason": "a new employer"}\n```',
+    ]
+    merged = services.memory_write(user=user, content="My cat is called Mochi", memory_type="semantic")
+    assert (merged.action, merged.memory.pk) == ("merge", cat.pk)
+    cat.refresh_from_db()
+    assert cat.content == "The user has a cat named Mochi" and cat.seen_count == 2
+    assert any(e.reason == "the model: adds the name" for e in cat.edits.all())
+    assert "0. The user has a cat" in fake_llm.curation_prompts[0]
+
+    globex = services.memory_write(user=user, content="Started at Globex this week", memory_type="semantic")
+    assert globex.action == "supersede" and globex.superseded == (acme,)
+    assert Memory.objects.get(pk=acme.pk).edits.get().reason == "the model: a new employer"
+
+
+def test_a_failing_or_invalid_model_falls_back_to_the_offline_rules(fake_llm, user):
+    services.memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
+    fake_llm.curation_replies = ['{"decision": "supersede", "targets": [7]}']  # no memory 7: refused
+    moved = services.memory_write(user=user, content="I live in Porto", memory_type="semantic")
+    assert moved.action == "supersede" and moved.reason.startswith(
+        "offline rules (the model's decision failed"
+    )
+    fake_llm.mode = "error"
+    again = services.memory_write(user=user, content="I live in Braga", memory_type="semantic")
+    assert again.action == "supersede" and "offline rules" in again.reason
+    fake_llm.mode = "normal"
+    fake_llm.curation_replies = ['{"decision": "ignore", "targets": [0], "reason": "same place"}']
+    same = services.memory_write(user=user, content="Braga is where I live", memory_type="semantic")
+    assert same.action == "duplicate" and same.memory.content == "I live in Braga"
