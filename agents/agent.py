@@ -19,9 +19,10 @@ from django.utils import timezone
 
 from agents.models import AgentSession, ChatMessage, ChatRole
 from agents.toolspecs import FUNCTIONS, openai_tools
+from core import privacy
 from core.limits import MAX_QUERY_CHARS
 from core.llm import LLMError, ToolCall, get_llm
-from core.models import ApiKey
+from core.models import ApiKey, PrivacySettings
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories import services as memory_services
@@ -76,8 +77,12 @@ class Agent:
     def turn(self, text: str, history: list[dict] | None = None) -> Iterator[dict]:
         """Yield {"type": "delta", "text"} while answering, then {"type": "done", "result": TurnResult}."""
         started = time.perf_counter()
+        # Secrets and personal data go by the user's privacy settings before anything is stored or sent to the
+        # model; a refused message is replaced by the reason, and nothing from it is captured.
+        screened = privacy.screen(text, PrivacySettings.policies_for(self.user))
+        text = f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
         user_message = ChatMessage.objects.create(session=self.session, role=ChatRole.USER, content=text)
-        saved = self._capture(text, user_message)
+        saved = [] if screened.refused else self._capture(text, user_message)
         # A search reads a bounded query; a long message usually ends with what it asks.
         query = text[-MAX_QUERY_CHARS:]
         # "What do you know about me?" shares no words with the facts that answer it: the profile does.
@@ -104,6 +109,7 @@ class Agent:
             "chunks": [str(hit.chunk.pk) for hit in chunks],
             "saved": saved,
             "asked": str(user_message.pk),  # the user's message: the source its repeats were counted with
+            "privacy": screened.record(),
             "retrieval_only": self.llm is None,
         }
         assistant.latency_ms = round((time.perf_counter() - started) * 1000)

@@ -15,9 +15,9 @@ from console import evaluation, portability
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
-from core.forms import ApiKeyForm
+from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
-from core.models import ApiKey
+from core.models import ApiKey, PrivacySettings
 from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
@@ -393,9 +393,23 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         else:
             status = 422
     keys = ApiKey.objects.for_user(request.user)
-    return render(
-        request, "console/api_keys.html", {"form": form, "keys": keys, "new_key": new_key}, status=status
-    )
+    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
+    context = {"form": form, "keys": keys, "new_key": new_key, "privacy_form": privacy_form}
+    return render(request, "console/api_keys.html", context, status=status)
+
+
+@login_required
+@require_POST
+def privacy_settings(request: HttpRequest) -> HttpResponse:
+    """What happens to secrets and personal data in new memories, documents and chat messages."""
+    row, _ = PrivacySettings.objects.get_or_create(user=request.user)
+    form = PrivacySettingsForm(request.POST, instance=row)
+    if form.is_valid():
+        form.save()
+        messages.success(request, "Privacy settings saved: they apply to what is stored from now on.")
+    else:
+        messages.error(request, "Choose mask, keep or refuse for each kind.")
+    return redirect(reverse("api_keys") + "#privacy")
 
 
 @login_required

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from core.models import ApiKey
+from core.models import ApiKey, PrivacySettings
 
 
 @admin.register(ApiKey)
@@ -13,3 +13,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(PrivacySettings)
+class PrivacySettingsAdmin(admin.ModelAdmin):
+    list_display = ["user", "secrets", "personal"]
+    raw_id_fields = ["user"]

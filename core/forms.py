@@ -3,12 +3,19 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 
 from core import ratelimits
-from core.models import ApiKeyScope
+from core.models import ApiKeyScope, PrivacySettings
 
 
 class ApiKeyForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What uses this key, e.g. “research agent”.")
     scope = forms.ChoiceField(choices=ApiKeyScope.choices, initial=ApiKeyScope.WRITE)
+
+
+class PrivacySettingsForm(forms.ModelForm):
+    class Meta:
+        model = PrivacySettings
+        fields = ["secrets", "personal"]
+        labels = {"secrets": "Secrets found", "personal": "Personal data found"}
 
 
 class RateLimitedSignIn:

@@ -97,3 +97,40 @@ class ApiKey(models.Model):
     @property
     def can_write(self) -> bool:
         return self.scope == ApiKeyScope.WRITE
+
+
+class PrivacyAction(models.TextChoices):
+    MASK = "mask", "mask it"
+    KEEP = "keep", "keep it"
+    REFUSE = "refuse", "refuse to store it"
+
+
+class PrivacySettings(models.Model):
+    """What happens to secrets and personal data found in a new memory, document or chat message (core.privacy).
+    A user without a row gets the defaults."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="privacy")
+    secrets = models.CharField(
+        max_length=6,
+        choices=PrivacyAction,
+        default=PrivacyAction.MASK,
+        help_text="API keys, tokens, passwords, private keys.",
+    )
+    personal = models.CharField(
+        max_length=6,
+        choices=PrivacyAction,
+        default=PrivacyAction.KEEP,
+        help_text="Phone numbers, payment card numbers, ID numbers (身份证号, SSN).",
+    )
+
+    class Meta:
+        verbose_name_plural = "privacy settings"
+
+    def __str__(self) -> str:
+        return f"{self.user}: secrets {self.secrets}, personal data {self.personal}"
+
+    @classmethod
+    def policies_for(cls, user) -> dict[str, str]:
+        """{"secret": action, "personal": action} for core.privacy.screen."""
+        row = cls.objects.filter(user=user).first() or cls()
+        return {"secret": row.secrets, "personal": row.personal}

@@ -48,6 +48,8 @@ class Document(TimeStampedModel):
     progress = models.PositiveSmallIntegerField(default=0)  # percent
     error = models.TextField(blank=True)
     markdown = models.TextField(blank=True)
+    # Secrets and personal data found in the converted text (core.privacy): kinds and actions, never values.
+    privacy_findings = models.JSONField(default=list, blank=True)
     chunk_size = models.PositiveIntegerField(default=800)
     chunk_overlap = models.PositiveIntegerField(default=100)
     ready_at = models.DateTimeField(null=True, blank=True)

@@ -20,7 +20,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from core import hybrid, stores
+from core import hybrid, privacy, stores
 from core.dispatch import dispatch_on_commit
 from core.embeddings import EmbeddingError
 from core.models import MirrorState
@@ -280,9 +280,16 @@ def ingest(document_id: str) -> Document:
     try:
         _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="")
         converted = _convert(document)
-        _set(document_id, status=DocumentStatus.CHUNKING, progress=25, markdown=converted.markdown)
+        screened = privacy.screen_for(document.user, converted.markdown, document.original_name)
+        _set(
+            document_id,
+            status=DocumentStatus.CHUNKING,
+            progress=25,
+            markdown=screened.text,
+            privacy_findings=screened.record(),
+        )
         specs = chunk_paragraphs(
-            split_paragraphs(converted.markdown),
+            split_paragraphs(screened.text),
             chunk_size=document.chunk_size,
             chunk_overlap=document.chunk_overlap,
         )

@@ -18,6 +18,7 @@ from django.db.models.functions import StrIndex
 from django.utils import timezone
 
 from agents.models import AgentSession
+from core import privacy
 from core.dispatch import dispatch_on_commit
 from core.limits import (
     MAX_CONTENT_CHARS,
@@ -140,6 +141,24 @@ def _check_detail(fields: dict[str, Any]) -> None:
         check_json(fields["metadata"], "metadata")
 
 
+def _screened(
+    user: AbstractBaseUser, content: str, detail: dict[str, Any], metadata: dict[str, Any] | None
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """Secrets and personal data in the text fields, masked, kept or refused by the owner's privacy settings;
+    what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
+    found: list[dict] = []
+    screened = privacy.screen_for(user, content, "the memory")
+    content, found = screened.text, screened.record()
+    detail = dict(detail)
+    for name in ("context", "outcome"):
+        if detail.get(name):
+            screened = privacy.screen_for(user, detail[name], f"the memory's {name}")
+            detail[name], found = screened.text, found + screened.record()
+    if found:
+        metadata = {**(metadata or {}), "privacy": found}
+    return content, detail, metadata
+
+
 def _new_memory(
     *,
     user: AbstractBaseUser,
@@ -153,6 +172,7 @@ def _new_memory(
 ) -> Memory:
     content = _validate(content, memory_type, importance)
     _check_detail({"metadata": metadata, **detail})
+    content, detail, metadata = _screened(user, content, detail, metadata)
     if created_at is not None and not EARLIEST_YEAR <= created_at.year <= LATEST_YEAR:
         raise MemoryRequestError(
             f"created_at must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {created_at.year})"
@@ -617,6 +637,11 @@ def memory_update(
     importance = changes.get("importance", memory.importance)
     changes["content"] = _validate(content, memory_type, importance)
     _check_detail(changes)
+    if "content" in changes and changes["content"] != memory.content:
+        screened = privacy.screen_for(memory.user, changes["content"], "the edit")
+        changes["content"] = screened.text
+        if screened.findings:
+            changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": screened.record()}
     diff = {
         field: [getattr(memory, field), value]
         for field, value in changes.items()
