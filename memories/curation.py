@@ -87,13 +87,21 @@ class Curator:
     enabled: bool = True
     llm: LLMClient | None = None  # decides steps 2 and 3 when set
     _batch: list[Memory] = field(default_factory=list)  # accepted, not yet in the vector store
+    # A bulk write's facts embedded at once (rows per space), each new fact compared with all in one product;
+    # only the rows of facts accepted so far count.
+    _rows: dict[str, np.ndarray] = field(default_factory=dict)
+    _row_of: dict[int, int] = field(default_factory=dict)  # id(memory) → row
+    _row_cjk: list[bool] = field(default_factory=list)
+    _accepted_rows: list[tuple[int, Memory]] = field(default_factory=list)
     _slots: dict[int, list[Slot]] = field(default_factory=dict)
 
     def prepare(self, memories: Sequence[Memory]) -> None:
         """Embed a batch's facts in one call (the embedding set keeps them for the mirror that follows)."""
-        texts = [m.content for m in memories if m.memory_type == MemoryType.SEMANTIC]
-        if self.enabled and texts:
-            stores.embedding_set().embed_documents(texts)
+        facts = [m for m in memories if m.memory_type == MemoryType.SEMANTIC]
+        if self.enabled and facts:
+            self._rows = stores.embedding_set().embed_documents([m.content for m in facts])
+            self._row_of = {id(m): row for row, m in enumerate(facts)}
+            self._row_cjk = [cjk_ratio(m.content) >= CJK_CUTOFF for m in facts]
 
     def slots_of(self, memory: Memory) -> list[Slot]:
         if memory.memory_type != MemoryType.SEMANTIC:
@@ -164,6 +172,8 @@ class Curator:
 
     def accept(self, memory: Memory) -> None:
         self._batch.append(memory)
+        if id(memory) in self._row_of:
+            self._accepted_rows.append((self._row_of[id(memory)], memory))
 
     # --- 1. exact duplicates ------------------------------------------------------------------------------
 
@@ -259,13 +269,13 @@ class Curator:
         vectors = {name: rows[0] for name, rows in embedding_set.embed_documents([memory.content]).items()}
         cjk = cjk_ratio(memory.content) >= CJK_CUTOFF
         similar: list[tuple[Memory, float]] = []
-        for earlier in self._batch:
-            if earlier.memory_type == MemoryType.SEMANTIC and earlier.superseded_by is None:
-                other = {n: r[0] for n, r in embedding_set.embed_documents([earlier.content]).items()}
-                weights = embedding_set.pair_weights(cjk, cjk_ratio(earlier.content) >= CJK_CUTOFF)
-                similar.append(
-                    (earlier, sum(w * float(np.dot(vectors[n], other[n])) for n, w in weights.items()))
-                )
+        if self._accepted_rows:
+            by_script = {other: embedding_set.pair_weights(cjk, other) for other in (False, True)}
+            total = np.zeros(len(self._row_cjk), dtype=np.float32)
+            for name, rows in self._rows.items():
+                weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
+                total += weights * (rows @ vectors[name])
+            similar += [(m, float(total[row])) for row, m in self._accepted_rows if m.superseded_by is None]
         by_id: dict[str, dict[str, float]] = {}
         cjk_by_id: dict[str, bool] = {}
         try:
