@@ -50,6 +50,8 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
         statuses |= {"413": "The file is over MNEMO_MAX_UPLOAD_MB", "415": "The file type is not supported"}
     if path.endswith(("/retry", "/cancel")):
         statuses["409"] = "The document is not in a state that allows this"
+    if path.endswith("/{decision}"):
+        statuses["409"] = "The proposal is not in a state that allows this"
     if path.endswith("/reinstate"):
         statuses["409"] = "The memory is current: nothing replaced it"
     return statuses

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Proposal, Relation
 
 
 class MemoryEditInline(admin.TabularInline):
@@ -70,3 +70,10 @@ class FactAdmin(admin.ModelAdmin):
     list_display = ["key", "value", "memory", "user"]
     search_fields = ["key", "value"]
     raw_id_fields = ["user", "memory"]
+
+
+@admin.register(Proposal)
+class ProposalAdmin(admin.ModelAdmin):
+    list_display = ["action", "memory", "target", "status", "user", "created_at"]
+    list_filter = ["action", "status"]
+    raw_id_fields = ["user", "memory", "target"]

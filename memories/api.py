@@ -1,7 +1,7 @@
 """Memories, sessions and the memory tool over the JSON API. Every query starts from the key's owner."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from django.conf import settings
@@ -15,8 +15,8 @@ from ninja.pagination import paginate
 from agents.models import AgentSession
 from core.auth import require_write
 from core.pagination import BoundedLimitOffset
-from memories import services
-from memories.models import EditVia, Memory
+from memories import cleaning, services
+from memories.models import EditVia, Memory, Proposal
 from memories.profile import GROUPS, user_profile
 from memories.retrieval import search_memories
 from memories.schemas import (
@@ -24,6 +24,8 @@ from memories.schemas import (
     BulkOut,
     ConsolidateIn,
     ConsolidateOut,
+    DedupeIn,
+    DedupeOut,
     ForgetIn,
     ForgetOut,
     MemoryIn,
@@ -31,6 +33,7 @@ from memories.schemas import (
     MemoryPatch,
     MemoryTypeName,
     ProfileOut,
+    ProposalOut,
     ScoredMemoryOut,
     SearchIn,
     SearchOut,
@@ -280,6 +283,58 @@ def search(request: HttpRequest, payload: SearchIn):
         for hit in result.hits
     ]
     return {"results": results, "notice": result.notice}
+
+
+@router.post("/dedupe", response=DedupeOut, summary="Find duplicate and outdated memories to review")
+def dedupe(request: HttpRequest, payload: DedupeIn):
+    """Proposes merges (repeats) and supersedes (newer values of a fact) over your current memories, as the
+    write path would have decided. A dry run lists them; otherwise they wait in the review queue (GET
+    /memories/proposals) until approved or rejected. Nothing changes before that."""
+    if not payload.dry_run:
+        require_write(request)
+    drafts = cleaning.propose(_owner(request))
+    if payload.dry_run:
+        proposals = [
+            {
+                "id": None,
+                "action": d.action,
+                "status": "pending",
+                "reason": d.reason,
+                "memory": d.memory,
+                "target": d.target,
+            }
+            for d in drafts
+        ]
+        return {"proposals": proposals, "queued": 0}
+    queued = cleaning.queue(_owner(request), drafts)
+    pending = Proposal.objects.filter(user=_owner(request), status="pending").select_related(
+        "memory", "target"
+    )
+    return {"proposals": list(pending), "queued": len(queued)}
+
+
+@router.get("/proposals", response=list[ProposalOut], summary="The review queue")
+@paginate(BoundedLimitOffset)
+def list_proposals(request: HttpRequest, status: str = "pending"):
+    return Proposal.objects.filter(user=_owner(request), status=status).select_related("memory", "target")
+
+
+@router.post(
+    "/proposals/{proposal_id}/{decision}", response=ProposalOut, summary="Approve, reject or undo a proposal"
+)
+def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["approve", "reject", "undo"]):
+    api_key = require_write(request)
+    proposal = get_object_or_404(Proposal, pk=proposal_id, user=_owner(request))
+    try:
+        if decision == "approve":
+            proposal = cleaning.approve(proposal, api_key=api_key, via=EditVia.API)
+        elif decision == "reject":
+            proposal = cleaning.reject(proposal)
+        else:
+            proposal = cleaning.undo(proposal, api_key=api_key, via=EditVia.API)
+    except cleaning.ProposalError as exc:
+        raise HttpError(409, str(exc)) from None
+    return Proposal.objects.select_related("memory", "target").get(pk=proposal.pk)
 
 
 @router.post("/forget", response=ForgetOut, summary="Forget by importance, age or capacity")

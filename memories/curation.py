@@ -86,6 +86,8 @@ class Curator:
     user: AbstractBaseUser
     enabled: bool = True
     llm: LLMClient | None = None  # decides steps 2 and 3 when set
+    # False: compare with the batch only, not with the stored memories (cleaning a store: memories.cleaning)
+    against_store: bool = True
     _batch: list[Memory] = field(default_factory=list)  # accepted, not yet in the vector store
     # A bulk write's facts embedded at once (rows per space), each new fact compared with all in one product;
     # only the rows of facts accepted so far count.
@@ -183,6 +185,8 @@ class Curator:
         for earlier in self._batch:
             if earlier.content_hash == memory.content_hash and self._same_scope(earlier, memory):
                 return earlier
+        if not self.against_store:
+            return None
         found = Memory.objects.current().filter(
             user=self.user, content_hash=memory.content_hash, memory_type=memory.memory_type
         )
@@ -225,10 +229,11 @@ class Curator:
                     s.key == slot.key and not same_value(s.value, slot.value) for s in self.slots_of(earlier)
                 )
             ]
-            stored = Fact.objects.filter(
-                user=self.user, key=slot.key[:200], memory__in=Memory.objects.current()
-            ).select_related("memory")
-            rivals += [fact.memory for fact in stored if not same_value(fact.value, slot.value)]
+            if self.against_store:
+                stored = Fact.objects.filter(
+                    user=self.user, key=slot.key[:200], memory__in=Memory.objects.current()
+                ).select_related("memory")
+                rivals += [fact.memory for fact in stored if not same_value(fact.value, slot.value)]
             for rival in rivals:
                 older.setdefault(rival.pk, rival)
                 reasons.append(f"{_describe(slot)} (was: {_clip(rival.content)})")
@@ -278,6 +283,8 @@ class Curator:
             similar += [(m, float(total[row])) for row, m in self._accepted_rows if m.superseded_by is None]
         by_id: dict[str, dict[str, float]] = {}
         cjk_by_id: dict[str, bool] = {}
+        if not self.against_store:
+            return similar
         try:
             store = mirror.memory_store()
             where = {"user_id": str(self.user.pk), "memory_type": [MemoryType.SEMANTIC]}

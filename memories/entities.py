@@ -43,9 +43,14 @@ _ENGLISH_NOT_NAMES = frozenset(
     "I The A An This That It He She We They You My Our Your Hi Hello Thanks Yes No Oh Wow Hey Also But And So "
     "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 )
+# Role nouns after a skill ("Python开发者", "React developer"): the general words for people who practise one.
+_ZH_ROLES = "(?:开发者|开发工程师|工程师|程序员|专家|架构师|讲师|老师|设计师|分析师)"
+_EN_ROLES = r"(?:developer|engineer|programmer|expert|specialist|architect|designer|analyst|consultant)\b"
 # (pattern, relation type): subject and object are entities found in the same sentence.
 _RELATION_PATTERNS = [
-    (re.compile(r"(?P<a>\S*?)(?:是|担任)(?:一名|一位|个)?(?P<b>\S+)"), "IS_A"),
+    # A role is no entity: "张三是一名Python开发者" says 张三 knows Python, not that 张三 is a Python.
+    (re.compile(rf"(?P<a>\S*?)(?:是|担任|作为)(?:一名|一位|一个|个)?(?P<b>\S+?){_ZH_ROLES}"), "SKILLED_IN"),
+    (re.compile(rf"(?P<a>[\w .]+?) (?:is|was|works as) an? (?P<b>[\w .+#]+?) {_EN_ROLES}"), "SKILLED_IN"),
     (re.compile(r"(?P<a>\S*?)(?:擅长|精通|熟悉|使用)(?P<b>\S+)"), "SKILLED_IN"),
     (re.compile(r"(?P<a>\S+?)在(?P<b>\S+?)(?:工作|上班|任职)"), "WORKS_AT"),
     (re.compile(r"(?P<a>[\w .]+?) (?:works|worked|working) (?:at|for) (?P<b>[\w .]+)"), "WORKS_AT"),

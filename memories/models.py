@@ -232,3 +232,37 @@ class Fact(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} = {self.value}"
+
+
+class ProposalAction(models.TextChoices):
+    MERGE = "merge", "merge"
+    SUPERSEDE = "supersede", "supersede"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+    UNDONE = "undone", "undone"
+
+
+class Proposal(models.Model):
+    """A cleaning step waiting for review (memories.cleaning): fold `memory` into `target` (merge), or mark
+    `memory` as replaced by the newer `target` (supersede)."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=9, choices=ProposalAction)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    reason = models.TextField(blank=True)
+    status = models.CharField(max_length=8, choices=ProposalStatus, default=ProposalStatus.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "status", "-created_at"], name="proposal_user_status")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id} → {self.target_id} ({self.status})"

@@ -172,7 +172,8 @@ def search_memories(
         if not notice and graph_score <= 0 and not found.above_floor:
             continue  # a memory must match the query in some way, not merely be the nearest there is
         score, scores = _shape(candidate, relevance, graph_score, found, now)
-        ranked.append((score, memory_id, scores))
+        if score > 0:  # an event linked to the query's entities but matching nothing else adds nothing
+            ranked.append((score, memory_id, scores))
     ranked.sort(key=lambda item: item[0], reverse=True)
     ranked = ranked[:limit]
     rows = _rows(user, [memory_id for _, memory_id, _ in ranked])

@@ -270,3 +270,31 @@ class ProfileOut(Schema):
     groups: list[ProfileGroupOut] = Field(
         description="The user's current facts by kind, most important first; superseded ones are left out."
     )
+
+
+class ProposalMemoryOut(Schema):
+    id: UUID
+    content: str
+
+
+class ProposalOut(Schema):
+    id: int | None = Field(description="None in a dry run: nothing was queued.")
+    action: Literal["merge", "supersede"] = Field(
+        description="merge: fold `memory` into `target` (archived, its repeats counted on the target); "
+        "supersede: `target` is the newer value of the fact `memory` states."
+    )
+    status: Literal["pending", "approved", "rejected", "undone"]
+    reason: str
+    memory: ProposalMemoryOut
+    target: ProposalMemoryOut
+    created_at: datetime | None = None
+    decided_at: datetime | None = None
+
+
+class DedupeIn(Schema):
+    dry_run: bool = Field(True, description="true: only list the proposals; false: queue them for review.")
+
+
+class DedupeOut(Schema):
+    proposals: list[ProposalOut]
+    queued: int

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, F, Value
+from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
 from django.utils import timezone
 
@@ -55,6 +55,8 @@ DECAY_PERIOD_HOURS = 6
 DECAY_FLOOR = 0.1
 CONSOLIDATION_BOOST = 1.1
 MAX_ENTITIES_PER_MEMORY = 12
+# Facts and events feed the entity graph; working memory is too short-lived and perceptual notes describe files.
+GRAPH_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC)
 MAX_AGE_DAYS = 36_500  # a century; more overflows the date arithmetic
 MAX_CAPACITY = 10_000_000
 # Dates a memory may carry: the edges of Python's calendar overflow when the working-memory TTL is added
@@ -259,7 +261,7 @@ def memory_write(
     _save_mirrored(memory)
     _index_facts(curator, [memory])
     MemoryEdit.objects.bulk_create(_apply_supersede(decision, memory, via=via, api_key=api_key))
-    if extract_entities or (extract_entities is None and memory.memory_type == MemoryType.SEMANTIC):
+    if extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES):
         link_entities(memory)
         _enrich_with_llm(memory)
     evicted = (
@@ -505,7 +507,7 @@ def memory_bulk_create(
     _index_facts(curator, stored)
     MemoryEdit.objects.bulk_create(edits)
     for memory in stored:
-        if memory.memory_type == MemoryType.SEMANTIC:
+        if memory.memory_type in GRAPH_TYPES:
             link_entities(memory)
     # bulk_create sends no signals, so the mirror is requested here explicitly.
     _mirror_on_commit(memory.pk for memory in stored)
@@ -549,16 +551,30 @@ def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[
         MemoryEntity.objects.get_or_create(memory=memory, entity=entity, defaults={"mention": mention.name})
         entities[mention.key] = entity
     linked = list(entities.values())
-    pairs = [(a, b, "CO_OCCURS") for i, a in enumerate(linked) for b in linked[i + 1 :]]
-    pairs += [
-        (entities[r.source], entities[r.target], r.relation_type)
-        for r in extraction.relations
-        if r.source in entities and r.target in entities
-    ]
-    for source, target, relation_type in pairs:
-        _strengthen(memory, source, target, relation_type)
+    for source, target, relation_type in graph_edges(extraction, list(entities)):
+        _strengthen(memory, entities[source], entities[target], relation_type)
     _refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in linked})
     return linked
+
+
+def typed_pairs(extraction: Extraction) -> list[tuple[str, str, str]]:
+    """The typed relations (source key, target key, type) the extractor found, once each."""
+    return list(dict.fromkeys((r.source, r.target, r.relation_type) for r in extraction.relations))
+
+
+def graph_edges(extraction: Extraction, keys: Sequence[str]) -> list[tuple[str, str, str]]:
+    """One edge per related pair of the linked entities `keys`: its typed relation when the text states one,
+    else CO_OCCURS (named together)."""
+    linked = set(keys)
+    typed = [edge for edge in typed_pairs(extraction) if edge[0] in linked and edge[1] in linked]
+    related = {frozenset(edge[:2]) for edge in typed}
+    together = [
+        (a, b, "CO_OCCURS")
+        for i, a in enumerate(keys)
+        for b in keys[i + 1 :]
+        if frozenset((a, b)) not in related
+    ]
+    return typed + together
 
 
 def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
@@ -583,6 +599,15 @@ def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
 
 
 def _strengthen(memory: Memory, source: Entity, target: Entity, relation_type: str) -> None:
+    between = Relation.objects.filter(
+        Q(source=source, target=target) | Q(source=target, target=source), user=memory.user
+    )
+    if relation_type == "CO_OCCURS":
+        if between.exclude(relation_type="CO_OCCURS").exists():
+            return  # the pair already has its typed edge: one edge per pair
+    else:
+        for co_occurrence in between.filter(relation_type="CO_OCCURS"):
+            co_occurrence.delete()  # a typed edge replaces it (delete(), so the graph mirror hears of it)
     relation, created = Relation.objects.get_or_create(
         user=memory.user,
         source=source,
@@ -663,7 +688,7 @@ def memory_update(
     if "content" in diff or "memory_type" in diff:
         memory.facts.all().delete()  # what it states changed: index it again
         _index_facts(curation.Curator(memory.user), [memory])
-    if "content" in diff or memory.memory_type == MemoryType.SEMANTIC and "memory_type" in diff:
+    if "content" in diff or memory.memory_type in GRAPH_TYPES and "memory_type" in diff:
         link_entities(memory)
     _mirror_on_commit([memory.pk])
     return memory
@@ -784,7 +809,7 @@ def memories_consolidate(
         MemoryEdit.objects.create(
             memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
         )
-        if to_type == MemoryType.SEMANTIC:
+        if to_type in GRAPH_TYPES and from_type not in GRAPH_TYPES:
             link_entities(memory)
         promoted.append(memory)
     _mirror_on_commit(memory.pk for memory in promoted)

@@ -4,7 +4,9 @@ The browser pages by keyset ("older than this created_at, id") instead of OFFSET
 one index range scan of at most PAGE_SIZE + 1 rows, however many memories a user has.
 """
 
+import difflib
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,7 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -24,9 +26,9 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents.models import AgentSession
 from core.querystrings import clean_query
-from memories import services
+from memories import cleaning, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
-from memories.models import EditVia, Memory, MemoryType
+from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
 
 PAGE_SIZE = 50
@@ -416,3 +418,82 @@ def session_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "timeline_limit": TIMELINE_LIMIT,
     }
     return render(request, "memories/session_detail.html", context)
+
+
+# --- review queue ------------------------------------------------------------------------------------------
+
+
+def word_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """(op, text) segments from `old` to `new`: "same", "del" or "ins"; words, and characters of Chinese."""
+    tokens = lambda text: re.findall(r"[\u4e00-\u9fff]|\s+|[^\s\u4e00-\u9fff]+", text)  # noqa: E731
+    a, b = tokens(old), tokens(new)
+    segments = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            segments.append(("same", "".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            segments.append(("del", "".join(a[i1:i2])))
+        if j2 > j1:
+            segments.append(("ins", "".join(b[j1:j2])))
+    return segments
+
+
+@login_required
+@require_GET
+def review(request: HttpRequest) -> HttpResponse:
+    proposals = Proposal.objects.filter(user=request.user).select_related("memory", "target")
+    pending = list(proposals.filter(status=ProposalStatus.PENDING)[:200])
+    for proposal in pending:
+        proposal.diff = word_diff(proposal.memory.content, proposal.target.content)
+    decided = proposals.exclude(status=ProposalStatus.PENDING).order_by("-decided_at")[:20]
+    return render(request, "memories/review.html", {"pending": pending, "decided": decided})
+
+
+@login_required
+@require_POST
+def review_find(request: HttpRequest) -> HttpResponse:
+    drafts = cleaning.propose(request.user)
+    queued = cleaning.queue(request.user, drafts)
+    messages.success(request, f"{len(drafts)} proposal(s) found, {len(queued)} new in the queue.")
+    return redirect("memory_review")
+
+
+DECISIONS = {"approve": cleaning.approve, "reject": cleaning.reject, "undo": cleaning.undo}
+
+
+def _decide(request: HttpRequest, proposal: Proposal, decision: str) -> bool:
+    try:
+        if decision == "reject":
+            cleaning.reject(proposal)
+        else:
+            DECISIONS[decision](proposal, editor=request.user, via=EditVia.PAGE)
+    except cleaning.ProposalError as exc:
+        messages.error(request, f"Proposal {proposal.pk}: {exc}.")
+        return False
+    return True
+
+
+@login_required
+@require_POST
+def review_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    proposal = get_object_or_404(Proposal, pk=pk, user=request.user)
+    if _decide(request, proposal, decision):
+        messages.success(request, f"Proposal {decision}d." if decision != "undo" else "Proposal undone.")
+    return redirect("memory_review")
+
+
+@login_required
+@require_POST
+def review_bulk(request: HttpRequest) -> HttpResponse:
+    decision = request.POST.get("decision")
+    ids = [value for value in request.POST.getlist("ids") if value.isdigit()]
+    if decision not in ("approve", "reject") or not ids:
+        messages.error(request, "Select proposals, then Approve or Reject.")
+        return redirect("memory_review")
+    proposals = Proposal.objects.filter(user=request.user, pk__in=ids, status=ProposalStatus.PENDING)
+    done = sum(_decide(request, proposal, decision) for proposal in proposals)
+    messages.success(request, f"{done} proposal(s) {decision}d.")
+    return redirect("memory_review")

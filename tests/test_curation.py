@@ -275,3 +275,76 @@ def test_a_failing_or_invalid_model_falls_back_to_the_offline_rules(fake_llm, us
     fake_llm.curation_replies = ['{"decision": "ignore", "targets": [0], "reason": "same place"}']
     same = services.memory_write(user=user, content="Braga is where I live", memory_type="semantic")
     assert same.action == "duplicate" and same.memory.content == "I live in Braga"
+
+
+# --- cleaning an existing store -----------------------------------------------------------------------------
+
+
+def seed_unclean(user):
+    """A store written before curation: bulk writes with the checks off."""
+    items = [
+        services.NewMemory("I live in Paris", "semantic", created_at=timezone.now() - timedelta(days=30)),
+        services.NewMemory("I live in Paris.", "semantic", created_at=timezone.now() - timedelta(days=20)),
+        services.NewMemory("I live in Lyon", "semantic", created_at=timezone.now() - timedelta(days=10)),
+        services.NewMemory(
+            "I have a dog named Bao", "semantic", created_at=timezone.now() - timedelta(days=5)
+        ),
+    ]
+    return [w.memory for w in services.memory_bulk_create(user=user, items=items, curate=False)]
+
+
+def test_dedupe_dry_run_lists_proposals_and_changes_nothing(api, user):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    paris, paris_again, lyon, _ = seed_unclean(user)
+    out = StringIO()
+    call_command("dedupe_memories", user.username, "--dry-run", stdout=out)
+    assert "merge: “I live in Paris.” merge into “I live in Paris”" in out.getvalue()
+    assert "supersede: “I live in Paris” superseded by “I live in Lyon”" in out.getvalue()
+    body = api("post", "/memories/dedupe", {"dry_run": True}).json()
+    assert [(p["action"], p["memory"]["id"], p["target"]["id"]) for p in body["proposals"]] == [
+        ("merge", str(paris_again.pk), str(paris.pk)),
+        ("supersede", str(paris.pk), str(lyon.pk)),
+    ]
+    assert body["queued"] == 0 and not Memory.objects.filter(superseded_by__isnull=False).exists()
+
+
+def test_proposals_are_approved_rejected_and_undone_on_the_review_page(logged_in, user, other_user):
+    from memories.models import Proposal
+
+    paris, paris_again, lyon, _ = seed_unclean(user)
+    logged_in.post("/memories/review/find/")
+    merge, supersede = Proposal.objects.filter(user=user).order_by("id")
+    page = logged_in.get("/memories/review/").content.decode()
+    assert "Waiting for review (2)" in page and "<del>" in page and "<ins>" in page
+    logged_in.post("/memories/review/bulk/", {"decision": "approve", "ids": [merge.pk, supersede.pk]})
+    paris.refresh_from_db()
+    paris_again.refresh_from_db()
+    assert paris_again.archived_at is not None and paris.seen_count == 2
+    assert paris.superseded_by == lyon
+    logged_in.post(f"/memories/review/{merge.pk}/undo/")
+    logged_in.post(f"/memories/review/{supersede.pk}/undo/")
+    paris.refresh_from_db()
+    paris_again.refresh_from_db()
+    assert paris_again.archived_at is None and paris.seen_count == 1 and paris.superseded_by is None
+    # Another user's proposal is out of reach.
+    theirs = seed_unclean(other_user)
+    Proposal.objects.create(user=other_user, action="merge", memory=theirs[1], target=theirs[0])
+    other = Proposal.objects.get(user=other_user)
+    assert logged_in.post(f"/memories/review/{other.pk}/approve/").status_code == 404
+    assert Proposal.objects.get(pk=other.pk).status == "pending"
+
+
+def test_the_api_queues_and_decides_proposals(api, user):
+    seed_unclean(user)
+    queued = api("post", "/memories/dedupe", {"dry_run": False}).json()
+    assert queued["queued"] == 2
+    pending = api("get", "/memories/proposals").json()["items"]
+    assert {p["action"] for p in pending} == {"merge", "supersede"}
+    first = pending[0]["id"]
+    assert api("post", f"/memories/proposals/{first}/reject").json()["status"] == "rejected"
+    assert api("post", f"/memories/proposals/{first}/approve").status_code == 409
+    again = api("post", "/memories/dedupe", {"dry_run": False}).json()
+    assert again["queued"] == 0  # the rejected one is not proposed again, the pending one not doubled

@@ -260,3 +260,24 @@ def test_resync_mirrors_all_fills_a_new_neo4j_with_the_existing_graph(settings, 
     finally:
         neo4j.delete_user(str(user.pk))
         stores.reset(embeddings=False)
+
+
+def test_a_role_is_no_entity_and_each_related_pair_has_one_edge(user):
+    memory_create(user=user, content="用户张三是一名Python开发者", memory_type="semantic")
+    edges = set(Relation.objects.values_list("source__name", "relation_type", "target__name"))
+    assert edges == {("张三", "SKILLED_IN", "Python")}  # no IS_A, and no CO_OCCURS beside the typed edge
+    memory_create(
+        user=user, content="Alice Johnson and Bob Lee met at the Lisbon office", memory_type="semantic"
+    )
+    memory_create(user=user, content="Alice Johnson works at Google", memory_type="semantic")
+    memory_create(user=user, content="Alice Johnson visited Google", memory_type="semantic")
+    pair = Relation.objects.filter(source__name="Alice Johnson", target__name="Google")
+    assert list(pair.values_list("relation_type", flat=True)) == ["WORKS_AT"]
+    assert not Relation.objects.filter(source__name="Google", target__name="Alice Johnson").exists()
+
+
+def test_events_feed_the_graph_too(user):
+    event = memory_create(
+        user=user, content="Met Kofi Mensah at the Accra office of Globex", memory_type="episodic"
+    )
+    assert {"Kofi Mensah", "Globex"} <= names(event)

@@ -76,7 +76,7 @@ def test_entities_are_unique_per_user_by_key(user, other_user):
 
 
 def test_memory_entity_links_and_relations(user):
-    memory = memory_create(user=user, content="李四擅长React", memory_type="episodic")
+    memory = memory_create(user=user, content="李四擅长React", memory_type="episodic", extract_entities=False)
     li, react = (Entity.objects.create(user=user, name=n, key=n.lower()) for n in ("李四", "React"))
     MemoryEntity.objects.create(memory=memory, entity=li, mention="李四")
     MemoryEntity.objects.create(memory=memory, entity=react, mention="React")

@@ -1,0 +1,137 @@
+"""Cleaning a store that already holds duplicates and outdated facts: proposals first, changes after review.
+
+`propose` reads a user's current memories oldest first and decides for each, as the write path would have
+(memories.curation, offline rules, against the memories before it): a repeat is proposed to be merged into the
+memory it repeats, a newer value of a fact to supersede the older one. Nothing changes until a proposal is
+approved (one by one or in bulk, on the review page, through the API or `manage.py dedupe_memories`), and an
+approved proposal can be undone. A merged memory is archived, not deleted; a superseded one keeps its row.
+"""
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from memories import curation, services
+from memories.models import EditVia, Memory, MemoryEdit, Proposal, ProposalAction, ProposalStatus
+
+
+class ProposalError(Exception):
+    """A proposal that cannot be decided in its present state (already decided, or its memories changed)."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    action: str  # ProposalAction
+    memory: Memory  # folded into the target (merge), or replaced by it (supersede)
+    target: Memory
+    reason: str
+
+
+def propose(user: AbstractBaseUser) -> list[Draft]:
+    memories = list(Memory.objects.current().filter(user=user).order_by("created_at", "pk"))
+    curator = curation.Curator(user, against_store=False)
+    curator.prepare(memories)
+    drafts = []
+    for memory in memories:
+        decision = curator.decide(memory)
+        if decision.action in (curation.DUPLICATE, curation.MERGE):
+            drafts.append(Draft(ProposalAction.MERGE, memory, decision.existing, decision.reason))
+            continue  # folded into the earlier one: later memories compare with that one
+        for older in decision.superseded:
+            older.superseded_by = memory  # in memory only, so the memories after it see what is current
+            drafts.append(Draft(ProposalAction.SUPERSEDE, older, memory, decision.reason))
+        curator.accept(memory)
+    return drafts
+
+
+@transaction.atomic
+def queue(user: AbstractBaseUser, drafts: list[Draft]) -> list[Proposal]:
+    """Store the drafts as pending proposals, skipping pairs already pending or rejected (asked once is enough)."""
+    statuses = [ProposalStatus.PENDING, ProposalStatus.REJECTED]
+    pending = set(
+        Proposal.objects.filter(user=user, status__in=statuses).values_list("memory_id", "target_id")
+    )
+    fresh = [
+        Proposal(user=user, action=d.action, memory=d.memory, target=d.target, reason=d.reason)
+        for d in drafts
+        if (d.memory.pk, d.target.pk) not in pending
+    ]
+    return Proposal.objects.bulk_create(fresh)
+
+
+def _locked(proposal: Proposal, *expected: str) -> Proposal:
+    proposal = Proposal.objects.select_for_update().select_related("memory", "target").get(pk=proposal.pk)
+    if proposal.status not in expected:
+        raise ProposalError(f"this proposal is {proposal.status}")
+    return proposal
+
+
+@transaction.atomic
+def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia.PAGE) -> Proposal:
+    proposal = _locked(proposal, ProposalStatus.PENDING)
+    memory, target = proposal.memory, proposal.target
+    if memory.archived_at or memory.superseded_by_id or target.archived_at:
+        raise ProposalError("its memories changed since it was proposed: find duplicates again")
+    if proposal.action == ProposalAction.MERGE:
+        target.seen_count += memory.seen_count
+        target.sources = [*target.sources, *memory.sources][-services.MAX_SOURCES :]
+        target.importance = max(target.importance, memory.importance)
+        target.tags = list(dict.fromkeys([*target.tags, *memory.tags]))
+        target.save(update_fields=["seen_count", "sources", "importance", "tags", "updated_at"])
+        MemoryEdit.objects.create(
+            memory=target,
+            editor=editor,
+            api_key=api_key,
+            via=via,
+            changes={
+                "merged": [None, memory.content],
+                "seen_count": [target.seen_count - memory.seen_count, target.seen_count],
+            },
+            reason=f"approved cleaning: {proposal.reason}",
+        )
+        services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key)
+    else:
+        memory.superseded_by = target
+        memory.valid_to = max(target.created_at, memory.created_at)
+        memory.save(update_fields=["superseded_by", "valid_to", "updated_at"])
+        MemoryEdit.objects.create(
+            memory=memory,
+            editor=editor,
+            api_key=api_key,
+            via=via,
+            changes={"superseded_by": [None, str(target.pk)]},
+            reason=f"approved cleaning: {proposal.reason}",
+        )
+    proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
+    proposal.save(update_fields=["status", "decided_at"])
+    return proposal
+
+
+@transaction.atomic
+def reject(proposal: Proposal) -> Proposal:
+    proposal = _locked(proposal, ProposalStatus.PENDING)
+    proposal.status, proposal.decided_at = ProposalStatus.REJECTED, timezone.now()
+    proposal.save(update_fields=["status", "decided_at"])
+    return proposal
+
+
+@transaction.atomic
+def undo(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia.PAGE) -> Proposal:
+    """Take back an approved proposal: the merged memory comes back and is uncounted, or the superseded one is
+    current again."""
+    proposal = _locked(proposal, ProposalStatus.APPROVED)
+    memory, target = proposal.memory, proposal.target
+    if proposal.action == ProposalAction.MERGE:
+        target.seen_count = max(1, target.seen_count - memory.seen_count)
+        target.sources = [source for source in target.sources if source not in memory.sources]
+        target.save(update_fields=["seen_count", "sources", "updated_at"])
+        services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key, archived=False)
+    elif memory.superseded_by_id == target.pk:
+        services.memory_reinstate(
+            memory=memory, via=via, editor=editor, api_key=api_key, reason="approved cleaning undone"
+        )
+    proposal.status, proposal.decided_at = ProposalStatus.UNDONE, timezone.now()
+    proposal.save(update_fields=["status", "decided_at"])
+    return proposal
