@@ -46,6 +46,20 @@ def propose(user: AbstractBaseUser) -> list[Draft]:
     return drafts
 
 
+def propose_for(user: AbstractBaseUser, memories: list[Memory]) -> list[Draft]:
+    """Proposals for memories already stored (say, just consolidated) against the rest of the store."""
+    curator = curation.Curator(user)
+    drafts = []
+    for memory in memories:
+        decision = curator.decide(memory)
+        if decision.action in (curation.DUPLICATE, curation.MERGE):
+            drafts.append(Draft(ProposalAction.MERGE, memory, decision.existing, decision.reason))
+        drafts += [Draft(ProposalAction.SUPERSEDE, o, memory, decision.reason) for o in decision.superseded]
+        if decision.superseded_by is not None:
+            drafts.append(Draft(ProposalAction.SUPERSEDE, memory, decision.superseded_by, decision.reason))
+    return drafts
+
+
 @transaction.atomic
 def queue(user: AbstractBaseUser, drafts: list[Draft]) -> list[Proposal]:
     """Store the drafts as pending proposals, skipping pairs already pending or rejected (asked once is enough)."""

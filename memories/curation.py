@@ -197,7 +197,7 @@ class Curator:
                 created_at__gte=memory.created_at - EVENT_WINDOW,
                 created_at__lte=memory.created_at + EVENT_WINDOW,
             )
-        return found.filter(file="").order_by("created_at").first()
+        return found.filter(file="").exclude(pk=memory.pk).order_by("created_at").first()
 
     @staticmethod
     def _same_scope(earlier: Memory, memory: Memory) -> bool:
@@ -233,7 +233,11 @@ class Curator:
                 stored = Fact.objects.filter(
                     user=self.user, key=slot.key[:200], memory__in=Memory.objects.current()
                 ).select_related("memory")
-                rivals += [fact.memory for fact in stored if not same_value(fact.value, slot.value)]
+                rivals += [
+                    fact.memory
+                    for fact in stored
+                    if fact.memory_id != memory.pk and not same_value(fact.value, slot.value)
+                ]
             for rival in rivals:
                 older.setdefault(rival.pk, rival)
                 reasons.append(f"{_describe(slot)} (was: {_clip(rival.content)})")
@@ -304,7 +308,7 @@ class Curator:
         rows = Memory.objects.current().filter(user=self.user, pk__in=list(by_id)).in_bulk()
         for point_id, scores in by_id.items():
             row = rows.get(_uuid(point_id))
-            if row is None:
+            if row is None or row.pk == memory.pk:
                 continue
             weights = embedding_set.pair_weights(cjk, cjk_by_id[point_id])
             # A space that did not return the point counts it at 0: never above the threshold by absence.

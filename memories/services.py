@@ -812,6 +812,13 @@ def memories_consolidate(
         if to_type in GRAPH_TYPES and from_type not in GRAPH_TYPES:
             link_entities(memory)
         promoted.append(memory)
+    if to_type in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+        # What a promotion repeats or outdates goes to the review queue: consolidation changes nothing else.
+        from memories import cleaning
+
+        if to_type == MemoryType.SEMANTIC:
+            _index_facts(curation.Curator(user), promoted)
+        cleaning.queue(user, cleaning.propose_for(user, promoted))
     _mirror_on_commit(memory.pk for memory in promoted)
     return promoted
 

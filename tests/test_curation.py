@@ -348,3 +348,17 @@ def test_the_api_queues_and_decides_proposals(api, user):
     assert api("post", f"/memories/proposals/{first}/approve").status_code == 409
     again = api("post", "/memories/dedupe", {"dry_run": False}).json()
     assert again["queued"] == 0  # the rejected one is not proposed again, the pending one not doubled
+
+
+def test_consolidation_proposes_what_a_promoted_memory_repeats_or_outdates(user):
+    from memories.models import Proposal
+
+    services.memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
+    session = services.session_for_key(user=user, key="s")
+    services.memory_write(user=user, content="I live in Porto", importance=0.9, session=session)
+    promoted = services.memories_consolidate(
+        user=user, from_type="working", to_type="semantic", session=session
+    )
+    proposal = Proposal.objects.get(user=user)
+    assert (proposal.action, proposal.target) == ("supersede", promoted[0])
+    assert proposal.memory.content == "I live in Lisbon" and proposal.memory.superseded_by is None
