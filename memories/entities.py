@@ -46,23 +46,82 @@ _ENGLISH_NOT_NAMES = frozenset(
 # Role nouns after a skill ("Python开发者", "React developer"): the general words for people who practise one.
 _ZH_ROLES = "(?:开发者|开发工程师|工程师|程序员|专家|架构师|讲师|老师|设计师|分析师)"
 _EN_ROLES = r"(?:developer|engineer|programmer|expert|specialist|architect|designer|analyst|consultant)\b"
+# The object of an English relation ends at the next clause ("uses an iPhone and refuses to switch to Android").
+_EN_OBJECT = (
+    r"(?P<b>[\w .+#-]+?)(?=\s+(?:and|but|or|over|than|while|because|since|for|in|at|on|with)\b|[,;.]|$)"
+)
 # (pattern, relation type): subject and object are entities found in the same sentence.
 _RELATION_PATTERNS = [
     # A role is no entity: "张三是一名Python开发者" says 张三 knows Python, not that 张三 is a Python.
     (re.compile(rf"(?P<a>\S*?)(?:是|担任|作为)(?:一名|一位|一个|个)?(?P<b>\S+?){_ZH_ROLES}"), "SKILLED_IN"),
     (re.compile(rf"(?P<a>[\w .]+?) (?:is|was|works as) an? (?P<b>[\w .+#]+?) {_EN_ROLES}"), "SKILLED_IN"),
-    (re.compile(r"(?P<a>\S*?)(?:擅长|精通|熟悉|使用)(?P<b>\S+)"), "SKILLED_IN"),
-    (re.compile(r"(?P<a>\S+?)在(?P<b>\S+?)(?:工作|上班|任职)"), "WORKS_AT"),
-    (re.compile(r"(?P<a>[\w .]+?) (?:works|worked|working) (?:at|for) (?P<b>[\w .]+)"), "WORKS_AT"),
-    (re.compile(r"(?P<a>[\w .]+?) (?:lives|lived|living) in (?P<b>[\w .]+)"), "LIVES_IN"),
-    (re.compile(r"(?P<a>[\w .]+?) (?:uses|used|knows|loves|likes) (?P<b>[\w .+#]+)"), "USES"),
+    (re.compile(r"(?P<a>\S*?)(?:擅长|精通|熟悉)(?P<b>\S+)"), "SKILLED_IN"),
+    (
+        re.compile(
+            rf"(?P<a>[\w .]+?) (?:knows|is skilled in|is fluent in|is an expert in|specialises in|specializes in) {_EN_OBJECT}"
+        ),
+        "SKILLED_IN",
+    ),
+    (re.compile(r"(?P<a>\S*?)(?:使用|(?<!使)用(?!户))(?P<b>\S+)"), "USES"),
+    (re.compile(r"(?P<a>\S+?)在(?P<b>\S+?)(?:工作|上班|任职|做|当)"), "WORKS_AT"),
+    (re.compile(rf"(?P<a>[\w .]+?) (?:works|is working|worked) (?:at|for) {_EN_OBJECT}"), "WORKS_AT"),
+    (re.compile(rf"(?P<a>[\w .]+?) (?:lives|is living) in {_EN_OBJECT}"), "LIVES_IN"),
+    (
+        re.compile(rf"(?P<a>[\w .]+?) (?:moved|relocated|has moved) (?:from [\w .]+? )?to {_EN_OBJECT}"),
+        "LIVES_IN",
+    ),
+    (re.compile(r"(?P<a>\S+?)(?:住在|居住在|定居在?)(?P<b>\S+)"), "LIVES_IN"),
+    (re.compile(rf"(?P<a>[\w .]+?) (?:uses|loves|likes|prefers) (?:an? |the )?{_EN_OBJECT}"), "USES"),
+    (re.compile(rf"(?P<a>[\w .]+?) (?:reports|reported) (?:directly )?to {_EN_OBJECT}"), "REPORTS_TO"),
+    (
+        re.compile(rf"(?P<a>[\w .]+?)'s (?:manager|boss|supervisor|line manager) is {_EN_OBJECT}"),
+        "REPORTS_TO",
+    ),
+    (
+        re.compile(r"(?P<a>\S+?)的(?:上司|经理|领导|老板|主管|直属领导|manager)(?:是|叫)(?P<b>\S+)"),
+        "REPORTS_TO",
+    ),
+    (re.compile(r"(?P<a>\S+?)向(?P<b>\S+?)汇报"), "REPORTS_TO"),
+    (
+        re.compile(rf"(?P<a>[\w .&]+?) (?:studied|studies|graduated) (?:[\w ]+ )?(?:at|from) {_EN_OBJECT}"),
+        "STUDIED_AT",
+    ),
+    (re.compile(r"(?P<a>\S+?)(?:毕业于|就读于)(?P<b>\S+)"), "STUDIED_AT"),
+    (
+        re.compile(rf"(?P<a>[\w .&]+?) (?:is|are) (?:headquartered|based|located) in {_EN_OBJECT}"),
+        "LOCATED_IN",
+    ),
+    (re.compile(r"(?P<a>\S+?)(?:的)?总部(?:位于|设在|在)(?P<b>\S+)"), "LOCATED_IN"),
 ]
+# What each relation may point at: a person works at an organisation, lives in a place, is skilled in or uses
+# a thing; a relation to any other kind of entity is a misreading.
+_TARGET_TYPES = {
+    "REPORTS_TO": ("PERSON",),
+    "STUDIED_AT": ("ORG", "PRODUCT", "OTHER"),
+    "LOCATED_IN": ("PLACE",),
+    "WORKS_AT": ("ORG", "PRODUCT", "OTHER"),
+    "LIVES_IN": ("PLACE",),
+    "SKILLED_IN": ("PRODUCT", "SKILL", "CONCEPT", "OTHER"),
+    "USES": ("PRODUCT", "SKILL", "CONCEPT", "OTHER"),
+}
+# What they come from: people (and, for the habits, organisations).
+_SUBJECT_TYPES = {
+    "WORKS_AT": ("PERSON", "CONCEPT"),
+    "LIVES_IN": ("PERSON", "CONCEPT"),
+    "REPORTS_TO": ("PERSON", "CONCEPT"),
+    "STUDIED_AT": ("PERSON", "CONCEPT"),
+    "LOCATED_IN": ("ORG", "PRODUCT", "OTHER"),
+}
+# Past or unfinished: "used to work at", "is learning", "never touched" state no current relation.
+_NOT_CURRENT = re.compile(
+    r"\b(?:used to|no longer|never|formerly|previously|is learning|are learning|wants? to|plans? to|hopes? to)\b"
+    r"|以前|曾经|不再|从没|从未|正在学|想学|打算"
+)
 # The relation patterns backtrack over their clause, so their cost grows with its square: text without
 # punctuation is read in bounded sentences, and clauses too long to state one plain relation are skipped.
 _SENTENCE = re.compile(r"[^。！？!?\n]{1,1000}(?:[。！？!?]|$)?")
 _CLAUSE = re.compile(r"[，,；;]")
 _LONGEST_CLAUSE = 300
-_PREFERRED_TARGETS = {"WORKS_AT": ("ORG", "OTHER"), "LIVES_IN": ("PLACE",)}
 
 
 @dataclass(frozen=True)
@@ -122,16 +181,20 @@ def extract_mentions(text: str) -> list[Mention]:
     return extract(text).mentions
 
 
-def extract(text: str) -> Extraction:
+def extract(text: str, known_types: dict[str, str] | None = None) -> Extraction:
     """Entities named in `text` (first mention first, one per key) and the relations between them."""
     text = text[:ENTITY_TEXT_LIMIT]
     mentions: list[Mention] = []
     if cjk_ratio(text) > 0:
-        for word, flag in _posseg().cut(text):
+        tokens = [(pair.word, pair.flag) for pair in _posseg().cut(text)]
+        organisations = _chinese_organisations(tokens)
+        inside = {word for name in organisations for word, _ in tokens if len(word) > 1 and word in name}
+        mentions.extend(Mention(name, "ORG") for name in organisations)
+        for word, flag in tokens:
             entity_type = _POS_TYPES.get(flag)
-            if entity_type and len(word) > 1:
+            if entity_type and len(word) > 1 and word not in inside:
                 mentions.append(Mention(word, entity_type))
-        mentions.extend(Mention(m.group(), "PRODUCT") for m in _LATIN_NAME.finditer(text))
+        mentions.extend(_latin_in_chinese(text))
     else:
         technical = [
             Mention(m.group(), "PRODUCT")
@@ -140,12 +203,64 @@ def extract(text: str) -> Extraction:
         ]
         mentions.extend(technical)
         mentions.extend(_english_mentions(text, {mention.key for mention in technical}))
+    mentions = [_with_model_number(text, mention) for mention in mentions]
     unique: dict[str, Mention] = {}
     for mention in mentions:
         if mention.key and mention.key not in unique and len(mention.key) <= 100:
             unique[mention.key] = mention
-    found = list(unique.values())
+    # What the user's graph already knows an entity to be outranks a small model's guess ("React" is no place).
+    found = [Mention(m.name, (known_types or {}).get(m.key, m.entity_type)) for m in unique.values()]
     return Extraction(found, _pattern_relations(text, found))
+
+
+# Names in Latin letters inside Chinese text: a run of capitalised words ("Kofi Mensah", "Bluefin Labs",
+# "VS Code") is one name; a lower-case word ("manager", "data scientist") is English, not a name, unless it is
+# technical (Vue.js, node.js).
+_LATIN_RUN = re.compile(
+    r"(?<![A-Za-z0-9.])[A-Z][A-Za-z0-9]*(?:[.\-&][A-Za-z0-9]+)*(?:\+\+|#)?"
+    r"(?: (?:[A-Z][A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*|&|of|de|von|van))*(?<! of)(?<! de)(?<! &)"
+)
+
+
+# The words Chinese organisation names end with ("星辰科技", "东岭大学", "金石律师事务所"): jieba cuts such a name in
+# two and tags the first half as a person or a place.
+_ORG_ENDINGS = frozenset(
+    "科技 数据 咨询 公司 集团 银行 大学 学院 医院 研究所 研究院 事务所 律师事务所 实验室 工作室 传媒 教育 物流 资本 "
+    "基金 软件 网络 信息 电子 汽车 地产 餐饮 证券 保险 出版社 中学 小学 基金会 协会".split()
+)
+
+
+def _chinese_organisations(tokens: list) -> list[str]:
+    """A name (one or two words jieba does not know as common words) followed by an organisation ending."""
+    names = []
+    for i, (word, _) in enumerate(tokens):
+        if word not in _ORG_ENDINGS or i == 0:
+            continue
+        start = i - 1
+        if tokens[start][1] in ("p", "v", "u", "r", "d", "c", "uj", "m", "q") or len(tokens[start][0]) < 2:
+            continue  # "在科技", "的公司": no name before the ending
+        if start > 0 and tokens[start - 1][1] in ("ns", "nz") and len(tokens[start - 1][0]) >= 2:
+            start -= 1  # "南湖理工学院" keeps its place name
+        names.append("".join(w for w, _ in tokens[start : i + 1]))
+    return names
+
+
+def _latin_in_chinese(text: str) -> list[Mention]:
+    mentions = [Mention(m.group(), "PRODUCT") for m in _LATIN_RUN.finditer(text)]
+    mentions += [
+        Mention(m.group(), "PRODUCT")
+        for m in _LATIN_NAME.finditer(text)
+        if m.group()[0].islower() and _TECHNICAL_NAME.search(m.group())
+    ]
+    return mentions
+
+
+def _with_model_number(text: str, mention: Mention) -> Mention:
+    """A product's name with the model number that follows it ("iPhone 15", "Pixel 8"), wherever it stands."""
+    if mention.entity_type != "PRODUCT":
+        return mention
+    numbered = re.search(re.escape(mention.name) + r" ?\d{1,4}(?![\d.:/-])", text)
+    return Mention(numbered.group(), mention.entity_type) if numbered else mention
 
 
 def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
@@ -182,25 +297,44 @@ def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
 
 def _pattern_relations(text: str, mentions: list[Mention]) -> list[RelationMention]:
     """Typed relations from plain patterns. Chinese drops repeated subjects across clauses ("李四是…，擅长…"),
-    so a clause without its own subject takes the sentence's first person or organisation."""
+    so a clause without its own subject takes the sentence's first person or organisation. A relation holds only
+    between the kinds of entity it can join (_TARGET_TYPES), and only in a clause that states it as current."""
     relations: list[RelationMention] = []
     for sentence in _SENTENCE.findall(text):
         present = [m for m in mentions if m.name in sentence]
         if len(present) < 2:
             continue
-        sentence_subject = next((m for m in present if m.entity_type in ("PERSON", "ORG")), present[0])
+        people = [m for m in present if m.entity_type == "PERSON"]
+        sentence_subject = (people or [m for m in present if m.entity_type == "ORG"] or present)[0]
         for clause in _CLAUSE.split(sentence):
-            if len(clause) > _LONGEST_CLAUSE:
+            if len(clause) > _LONGEST_CLAUSE or _NOT_CURRENT.search(clause):
                 continue
             for pattern, relation_type in _RELATION_PATTERNS:
                 match = pattern.search(clause)
                 if not match:
                     continue
-                subject = next((m for m in present if m.name in match.group("a")), sentence_subject)
-                targets = [m for m in present if m is not subject and m.name in match.group("b")]
-                preferred = [m for m in targets if m.entity_type in _PREFERRED_TARGETS.get(relation_type, ())]
-                for target in preferred or targets:
-                    relations.append(RelationMention(subject.key, target.key, relation_type))
+                # "吴昊的妈妈住在厦门", "Ana's brother works at Acme": the possessor is not the subject.
+                named = [
+                    m
+                    for m in present
+                    if m.name in match.group("a")
+                    and not re.search(re.escape(m.name) + "(?:的|'s)", match.group("a"))
+                ]
+                if not named and re.search("的|'s", match.group("a")):
+                    continue
+                subject = next(
+                    (m for m in named if m.entity_type == "PERSON"), named[0] if named else sentence_subject
+                )
+                if subject.entity_type not in _SUBJECT_TYPES.get(relation_type, ("PERSON", "CONCEPT", "ORG")):
+                    continue
+                allowed = _TARGET_TYPES[relation_type]
+                for target in present:
+                    if (
+                        target is not subject
+                        and target.name in match.group("b")
+                        and target.entity_type in allowed
+                    ):
+                        relations.append(RelationMention(subject.key, target.key, relation_type))
     return list(dict.fromkeys(relations))
 
 

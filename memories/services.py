@@ -537,8 +537,10 @@ def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | 
 def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[Entity]:
     """(Re)link a memory to the entities it names, merged per user by key, and record their relations:
     co-occurrence for every pair, plus typed relations the extractor found (patterns or the LLM)."""
-    extraction = extraction or extract(memory.content)
-    extraction.mentions += _known_entities_in(memory, {mention.key for mention in extraction.mentions})
+    known = _known_entities_in(memory)
+    extraction = extraction or extract(memory.content, known_types={m.key: m.entity_type for m in known})
+    found = {mention.key for mention in extraction.mentions}
+    extraction.mentions += [mention for mention in known if mention.key not in found]
     old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))
     memory.entity_links.all().delete()
     entities: dict[str, Entity] = {}
@@ -577,7 +579,7 @@ def graph_edges(extraction: Extraction, keys: Sequence[str]) -> list[tuple[str, 
     return typed + together
 
 
-def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
+def _known_entities_in(memory: Memory) -> list[Mention]:
     """Entities this user already has, named again in the text: the extractor's recall grows with the graph
     (spaCy's small English model misses names like "React" that an earlier memory established)."""
     text = entity_key(memory.content)
@@ -590,7 +592,7 @@ def _known_entities_in(memory: Memory, found: set[str]) -> list[Mention]:
     )
     mentions = []
     for key, name, entity_type in named.values_list("key", "name", "entity_type"):
-        if len(key) < 2 or key in found:
+        if len(key) < 2:
             continue
         if key.isascii() and not re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", text):
             continue  # "java" inside "javascript" is not a mention
