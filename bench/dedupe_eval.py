@@ -111,6 +111,8 @@ def summary(rows: list[dict], threshold: float) -> dict:
 
 
 def locomo_texts(total: int) -> list[str]:
+    """`total` distinct texts: LoCoMo's turns, then again with a round number (so a repeat is no duplicate and
+    both sides store every fact: the comparison is the cost of checking, not of storing fewer rows)."""
     data = json.loads(LOCOMO.read_text())
     texts = [
         f"{turn['speaker']}: {turn['text']}"
@@ -119,7 +121,11 @@ def locomo_texts(total: int) -> list[str]:
         if re.fullmatch(r"session_\d+", key)
         for turn in turns
     ]
-    return [texts[i % len(texts)] for i in range(total)]
+    texts = list(dict.fromkeys(texts))
+    return [
+        texts[i % len(texts)] + (f" (round {i // len(texts) + 1})" if i >= len(texts) else "")
+        for i in range(total)
+    ]
 
 
 def throughput(total: int, batch: int = 1000) -> dict:
