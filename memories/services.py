@@ -309,14 +309,16 @@ def _count_repeat(
     _save_mirrored(
         existing, update_fields=["seen_count", "last_seen_at", "sources", "importance", "tags", "updated_at"]
     )
-    if decision.action == curation.MERGE:
-        MemoryEdit.objects.create(
-            memory=existing,
-            api_key=api_key,
-            via=via,
-            changes={"merged": [None, repeat.content], **changes},
-            reason=decision.reason,
-        )
+    # Every decision goes into the history with its reason: a merge with the text it folded in.
+    seen = {"seen_count": [existing.seen_count - 1, existing.seen_count]}
+    merged = {"merged": [None, repeat.content]} if decision.action == curation.MERGE else {}
+    MemoryEdit.objects.create(
+        memory=existing,
+        api_key=api_key,
+        via=via,
+        changes={**merged, **seen, **changes},
+        reason=decision.reason,
+    )
     if "importance" in changes:
         _mirror_on_commit([existing.pk])  # importance is in the vector payload
     if decision.merged_text and decision.merged_text != existing.content:

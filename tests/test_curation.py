@@ -29,6 +29,8 @@ def test_a_second_identical_post_answers_with_the_first_memory(api, user):
     assert [source["via"] for source in body["sources"]] == ["api", "api"]
     assert all("api_key" in source for source in body["sources"])
     assert Memory.objects.filter(user=user).count() == 1
+    recorded = MemoryEdit.objects.get(memory_id=body["id"])
+    assert recorded.reason == "the same text is already stored" and recorded.changes["seen_count"] == [1, 2]
 
 
 def test_another_users_identical_memory_is_not_a_duplicate(api, user, other_user):

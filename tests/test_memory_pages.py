@@ -540,6 +540,7 @@ def test_detail_shows_everything_about_a_memory(logged_in, user):
         outcome="launch date agreed",
         participants=["Alice", "Bob"],
         tags=["launch", "travel"],
+        extract_entities=False,  # the link below is made by hand
     )
     entity = Entity.objects.create(user=user, name="Lisbon", key="lisbon", entity_type="PLACE")
     MemoryEntity.objects.create(memory=memory, entity=entity, mention="Lisbon")

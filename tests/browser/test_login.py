@@ -22,14 +22,18 @@ def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, c
 
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
-    expect(page.get_by_text("李四是前端工程师")).to_be_visible()
+    # The fact shows in the profile panel (a link) and among the recent memories (a cell).
+    expect(page.get_by_role("link", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
+    expect(page.get_by_role("cell", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
     expect(page.get_by_role("navigation", name="Main").get_by_role("link")).to_have_count(9)
     expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Evaluation")).to_be_visible()
     # htmx loaded under the CSP (its global exists), and nothing was blocked.
     assert page.evaluate("typeof window.htmx") == "object"
     assert csp_violations == []
     # The CJK glyphs come from a real font (fonts-noto-cjk), not tofu: the text has a real width.
-    width = page.get_by_text("李四是前端工程师").evaluate("element => element.getBoundingClientRect().width")
+    width = page.get_by_role("cell", name="李四是前端工程师，擅长React和Vue.js开发").evaluate(
+        "element => element.getBoundingClientRect().width"
+    )
     assert width > 100
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
 
