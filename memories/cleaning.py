@@ -107,16 +107,11 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
         )
         services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key)
     else:
-        memory.superseded_by = target
-        memory.valid_to = max(target.created_at, memory.created_at)
-        memory.save(update_fields=["superseded_by", "valid_to", "updated_at"])
-        MemoryEdit.objects.create(
-            memory=memory,
-            editor=editor,
-            api_key=api_key,
-            via=via,
-            changes={"superseded_by": [None, str(target.pk)]},
-            reason=f"approved cleaning: {proposal.reason}",
+        decision = curation.Decision(
+            curation.SUPERSEDE, superseded=(memory,), reason=f"approved cleaning: {proposal.reason}"
+        )
+        MemoryEdit.objects.bulk_create(
+            services.apply_supersede(decision, target, via=via, api_key=api_key, editor=editor)
         )
     proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
     proposal.save(update_fields=["status", "decided_at"])

@@ -260,7 +260,7 @@ def memory_write(
     memory.last_seen_at = memory.created_at
     _save_mirrored(memory)
     _index_facts(curator, [memory])
-    MemoryEdit.objects.bulk_create(_apply_supersede(decision, memory, via=via, api_key=api_key))
+    MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key))
     if extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES):
         link_entities(memory)
         _enrich_with_llm(memory)
@@ -334,8 +334,13 @@ def _index_facts(curator: "curation.Curator", memories: Sequence[Memory]) -> Non
     )
 
 
-def _apply_supersede(
-    decision: "curation.Decision", memory: Memory, *, via: str, api_key: ApiKey | None
+def apply_supersede(
+    decision: "curation.Decision",
+    memory: Memory,
+    *,
+    via: str,
+    api_key: ApiKey | None,
+    editor: AbstractBaseUser | None = None,
 ) -> list[MemoryEdit]:
     """Mark what a new fact replaces (kept, never deleted), or the new fact itself when it is the older one.
     Returns the history records, unsaved: a bulk write saves them once its rows exist."""
@@ -351,6 +356,7 @@ def _apply_supersede(
         edits.append(
             MemoryEdit(
                 memory=older,
+                editor=editor,
                 api_key=api_key,
                 via=via,
                 changes={"superseded_by": [None, str(newer.pk)]},
@@ -361,6 +367,7 @@ def _apply_supersede(
         edits.append(
             MemoryEdit(
                 memory=memory,
+                editor=editor,
                 api_key=api_key,
                 via=via,
                 changes={"supersedes": [None, [str(older.pk) for older in decision.superseded]]},
@@ -501,7 +508,7 @@ def memory_bulk_create(
         memory.last_seen_at = memory.created_at
         # Marked now, so the items after it see what is current; rows already stored are saved right away
         # (their new superseded_by is checked at commit, after this batch's rows exist).
-        edits += _apply_supersede(decision, memory, via=via, api_key=api_key)
+        edits += apply_supersede(decision, memory, via=via, api_key=api_key)
         curator.accept(memory)
         stored.append(memory)
         written.append(Written(memory, decision.action, decision.reason, decision.superseded))
