@@ -23,7 +23,7 @@ always use the offline rules: one model call per item would make an import of th
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
@@ -92,25 +92,27 @@ class Curator:
     # A bulk write's facts embedded at once (rows per space), each new fact compared with all in one product;
     # only the rows of facts accepted so far count.
     _rows: dict[str, np.ndarray] = field(default_factory=dict)
-    _row_of: dict[int, int] = field(default_factory=dict)  # id(memory) → row
+    _row_of: dict[object, int] = field(default_factory=dict)  # memory pk → row
     _row_cjk: list[bool] = field(default_factory=list)
     _accepted_rows: list[tuple[int, Memory]] = field(default_factory=list)
-    _slots: dict[int, list[Slot]] = field(default_factory=dict)
+    _slots: dict[object, list[Slot]] = field(default_factory=dict)  # memory pk → its slots
 
     def prepare(self, memories: Sequence[Memory]) -> None:
         """Embed a batch's facts in one call (the embedding set keeps them for the mirror that follows)."""
         facts = [m for m in memories if m.memory_type == MemoryType.SEMANTIC]
         if self.enabled and facts:
             self._rows = stores.embedding_set().embed_documents([m.content for m in facts])
-            self._row_of = {id(m): row for row, m in enumerate(facts)}
+            self._row_of = {m.pk: row for row, m in enumerate(facts)}
             self._row_cjk = [cjk_ratio(m.content) >= CJK_CUTOFF for m in facts]
 
     def slots_of(self, memory: Memory) -> list[Slot]:
         if memory.memory_type != MemoryType.SEMANTIC:
             return []
-        if id(memory) not in self._slots:
-            self._slots[id(memory)] = slots(memory.content)
-        return self._slots[id(memory)]
+        # By primary key (a new memory has its UUID already), never id(): rows read and dropped inside one
+        # bulk write would reuse ids.
+        if memory.pk not in self._slots:
+            self._slots[memory.pk] = slots(memory.content)
+        return self._slots[memory.pk]
 
     def decide(self, memory: Memory) -> Decision:
         if not self.enabled:
@@ -130,7 +132,7 @@ class Curator:
                 fallback = f"offline rules (the model's decision failed: {str(exc)[:200]}): "
         decision = self._contradictions(memory) or self._near_duplicate(memory) or Decision(ADD)
         if fallback and decision.action != ADD:
-            return Decision(**{**decision.__dict__, "reason": fallback + decision.reason})
+            return replace(decision, reason=fallback + decision.reason)
         return decision
 
     # --- the model's decision -----------------------------------------------------------------------------
@@ -174,8 +176,8 @@ class Curator:
 
     def accept(self, memory: Memory) -> None:
         self._batch.append(memory)
-        if id(memory) in self._row_of:
-            self._accepted_rows.append((self._row_of[id(memory)], memory))
+        if memory.pk in self._row_of:
+            self._accepted_rows.append((self._row_of[memory.pk], memory))
 
     # --- 1. exact duplicates ------------------------------------------------------------------------------
 
