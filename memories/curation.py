@@ -21,7 +21,6 @@ always use the offline rules: one model call per item would make an import of th
 """
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -307,9 +306,10 @@ class Curator:
                     cjk_by_id[hit.id] = bool(hit.payload.get("cjk", cjk))
         except VectorStoreError:
             return similar  # exact duplicates and contradictions are still caught from the database
-        rows = Memory.objects.current().filter(user=self.user, pk__in=list(by_id)).in_bulk()
+        current = Memory.objects.current().filter(user=self.user, pk__in=list(by_id))
+        rows = {str(row.pk): row for row in current}  # keyed as the store's point ids, as retrieval does
         for point_id, scores in by_id.items():
-            row = rows.get(_uuid(point_id))
+            row = rows.get(point_id)
             if row is None or row.pk == memory.pk:
                 continue
             weights = embedding_set.pair_weights(cjk, cjk_by_id[point_id])
@@ -328,13 +328,6 @@ class Curator:
         if own or theirs:
             return own == theirs
         return content_words(memory.content) <= content_words(existing.content)
-
-
-def _uuid(point_id: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(point_id)
-    except ValueError:
-        return None
 
 
 def _describe(slot: Slot) -> str:

@@ -458,5 +458,5 @@ def third_person(clause: str) -> str:
     clause = re.sub(r"\b[Mm]y\b", "the user's", clause)
     clause = re.sub(r"\bme\b", "the user", clause)
     clause = re.sub(r"\bmyself\b", "themselves", clause)
-    clause = re.sub(r"^the user( also)? ", lambda m: "The user ", clause)
+    clause = re.sub(r"^the user (?:also )?", "The user ", clause)
     return clause[0].upper() + clause[1:] if clause else clause

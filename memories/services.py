@@ -148,7 +148,6 @@ def _screened(
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     """Secrets and personal data in the text fields, masked, kept or refused by the owner's privacy settings;
     what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
-    found: list[dict] = []
     screened = privacy.screen_for(user, content, "the memory")
     content, found = screened.text, screened.record()
     detail = dict(detail)
