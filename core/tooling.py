@@ -140,11 +140,13 @@ def parse_moment(value: Any, name: str) -> datetime | None:
 class ActionTool:
     """The `run(dict) -> str` / `execute(dict) -> ToolReply` protocol of the Hello-Agents tools.
 
-    Subclasses name their `actions`, implement `_<action>(params)` and list the exceptions that mean "bad request"
-    in `refusals`; `prepare(params)` runs before every action (e.g. to pick up a session id).
+    Subclasses name their `actions` (and among them the `write_actions`, which change data), implement
+    `_<action>(params)` and list the exceptions that mean "bad request" in `refusals`; `prepare(params)` runs
+    before every action (e.g. to pick up a session id).
     """
 
     actions: tuple[str, ...] = ()
+    write_actions: frozenset[str] = frozenset()
     refusals: tuple[type[Exception], ...] = (InputRejected,)
 
     def run(self, parameters: dict[str, Any]) -> str:

@@ -279,7 +279,7 @@ knowledge_ask.__doc__ = (
 def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     """The same dict RAGTool.run takes: {"action": "add_text"|"search"|"ask"|"stats"|"clear", "namespace": ...}.
     add_document needs a server path, so over the API upload to POST /api/v1/documents instead."""
-    if payload.get("action") in {"add_document", "add_text", "clear"}:
+    if payload.get("action") in RAGTool.write_actions:
         require_write(request)
     namespace = payload.get("namespace") or "default"
     if not isinstance(namespace, str):

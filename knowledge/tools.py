@@ -23,10 +23,13 @@ from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.search import ask, search_chunks
 
 ACTIONS = ("add_document", "add_text", "search", "ask", "stats", "clear")
+# The actions that change the knowledge base: over the API and MCP they need a key with the write scope.
+WRITE_ACTIONS = frozenset({"add_document", "add_text", "clear"})
 
 
 class RAGTool(ActionTool):
     actions = ACTIONS
+    write_actions = WRITE_ACTIONS
     refusals = (InputRejected, services.KnowledgeError)
     name = "rag"
     description = "知识库工具：添加文档与文本、检索、问答（带引用）、统计与清空 (Mnemo)"

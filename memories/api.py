@@ -382,7 +382,7 @@ def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     """The same dict MemoryTool.run takes: {"action": "add"|"search"|"summary"|"stats"|"update"|"remove"|
     "forget"|"consolidate"|"clear_all", ...}. Answers {"ok", "text", "data"}."""
     parameters = payload
-    if parameters.get("action") in {"add", "update", "remove", "forget", "consolidate", "clear_all"}:
+    if parameters.get("action") in MemoryTool.write_actions:
         require_write(request)
     tool = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth, session_id="api")
     return tool.execute(parameters).__dict__

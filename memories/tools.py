@@ -36,6 +36,8 @@ WRITE_REPLIES = {
     "merge": "♻️ 已合并到已有的记忆 (merged, ID: {id}): {reason}",
 }
 ACTIONS = ("add", "search", "summary", "stats", "update", "remove", "forget", "consolidate", "clear_all")
+# The actions that change memories: over the API and MCP they need a key with the write scope.
+WRITE_ACTIONS = frozenset({"add", "update", "remove", "forget", "consolidate", "clear_all"})
 # Keys every action understands besides its own parameters.
 COMMON_KEYS = {"action", "session_id"}
 EPISODE_KEYS = ("context", "outcome", "participants", "tags")
@@ -45,6 +47,7 @@ AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
 
 class MemoryTool(ActionTool):
     actions = ACTIONS
+    write_actions = WRITE_ACTIONS
     refusals = (InputRejected,)  # ToolInputError and MemoryRequestError among them
     name = "memory"
     description = "记忆工具：添加、搜索、总结、更新、删除、遗忘与整合用户的记忆 (Mnemo)"
