@@ -14,7 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent
-from core.auth import TooManyKeyFailures, authenticate_request_key
+from core.auth import TooManyKeyFailures, authenticate_request_key, request_key_header
 from core.limits import (
     MAX_CHAT_MESSAGE_CHARS,
     MAX_CHAT_MESSAGES,
@@ -32,13 +32,7 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> Js
 
 
 def _key(request: HttpRequest):
-    header = request.headers.get("Authorization", "")
-    raw = (
-        header.removeprefix("Bearer ").strip()
-        if header.startswith("Bearer ")
-        else request.headers.get("X-API-Key", "")
-    )
-    return authenticate_request_key(request, raw)
+    return authenticate_request_key(request, request_key_header(request))
 
 
 def _unauthorized(request: HttpRequest):

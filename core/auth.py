@@ -45,6 +45,14 @@ def authenticate_request_key(request: HttpRequest, raw_key: str) -> ApiKey | Non
     return api_key
 
 
+def request_key_header(request: HttpRequest) -> str:
+    """The raw key a request sends outside ninja: `Authorization: Bearer <key>`, else `X-API-Key: <key>`."""
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        return header.removeprefix("Bearer ").strip()
+    return request.headers.get("X-API-Key", "")
+
+
 def _ninja_key(request: HttpRequest, raw_key: str) -> ApiKey | None:
     try:
         return authenticate_request_key(request, raw_key)
