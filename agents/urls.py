@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents import openai_api, views
+from agents import mcp_view, openai_api, views
 
 urlpatterns = [
     path("chat/", views.chat, name="chat"),
@@ -16,4 +16,5 @@ urlpatterns = [
     ),
     path("v1/models", openai_api.models, name="openai_models"),
     path("v1/chat/completions", openai_api.chat_completions, name="openai_chat_completions"),
+    path("mcp", mcp_view.mcp_endpoint, name="mcp"),
 ]

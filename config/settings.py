@@ -271,4 +271,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("MNEMO_LOG_LEVEL", "INFO").upper()},
+    # The MCP SDK logs a start and a stop of its transport at INFO for every /mcp request (agents.mcp_view).
+    "loggers": {"mcp": {"level": "WARNING"}},
 }

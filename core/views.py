@@ -22,7 +22,7 @@ class SignInView(LoginView):
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path.startswith(("/api/", "/v1/"))
+    return request.path.startswith(("/api/", "/v1/", "/mcp"))
 
 
 def not_found(request: HttpRequest, exception=None) -> HttpResponse:
