@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 APT_TEST_PACKAGES := chromium fonts-noto-cjk redis-server openjdk-17-jdk-headless maven nodejs
 export MNEMO_DATA_DIR ?= $(CURDIR)/var
+# Where `make run` listens; `make run PORT=8001` (or HOST/PORT in the environment) for a second install.
+HOST ?= 127.0.0.1
+PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 
@@ -32,9 +35,9 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py collectstatic --no-input -v 0
 	$(PY) manage.py setup_demo
-	@echo "Serving Mnemo at http://127.0.0.1:8000 (API docs: http://127.0.0.1:8000/api/v1/docs). Ctrl-C stops it."
-	@# One process owns the embedded stores (SQLite writer, Qdrant Edge); threads serve requests concurrently.
-	exec $(VENV)/bin/gunicorn config.wsgi --bind 127.0.0.1:8000 --workers 1 --threads 8 --timeout 120 --access-logfile -
+	@echo "Serving Mnemo at http://$(HOST):$(PORT) (API docs: http://$(HOST):$(PORT)/api/v1/docs). Ctrl-C stops it."
+	@# config/gunicorn.conf.py: one process, eight threads, the control socket in $(MNEMO_DATA_DIR).
+	exec $(VENV)/bin/gunicorn -c config/gunicorn.conf.py --bind $(HOST):$(PORT)
 
 # `make run` needs npm for the front-end libraries: Debian's nodejs and npm when it is not on PATH.
 npm-available:

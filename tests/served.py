@@ -55,16 +55,8 @@ class ServedInstance:
 
     def start(self) -> None:
         self.server = subprocess.Popen(
-            [
-                str(BIN / "gunicorn"),
-                "config.wsgi",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-            ],
+            # `make run`'s settings (one process, its control socket in the data folder), on a port of its own.
+            [str(BIN / "gunicorn"), "-c", "config/gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}"],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,

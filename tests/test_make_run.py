@@ -1,0 +1,55 @@
+"""`make run` listens on HOST:PORT, and two installs on one host each keep their own gunicorn control socket."""
+
+import os
+import subprocess
+
+from gunicorn.ctl.client import ControlClient
+
+from tests.served import ROOT, ServedInstance
+
+
+def make_dry_run(*args: str) -> list[str]:
+    # Make passes command-line variables of an outer `make test PORT=…` down through MAKEFLAGS: drop them.
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "HOST", "PORT"}
+    }
+    done = subprocess.run(
+        ["make", "-n", "run", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_make_run_serves_on_host_and_port(tmp_path):
+    lines = make_dry_run("HOST=127.0.0.2", "PORT=8123", f"MNEMO_DATA_DIR={tmp_path}")
+
+    assert "exec .venv/bin/gunicorn -c config/gunicorn.conf.py --bind 127.0.0.2:8123" in lines
+    assert any("Serving Mnemo at http://127.0.0.2:8123 " in line for line in lines)
+    assert f"mkdir -p {tmp_path}" in lines
+
+
+def test_make_run_defaults_to_localhost_8000():
+    lines = make_dry_run()
+
+    assert "exec .venv/bin/gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:8000" in lines
+
+
+def test_two_installs_on_one_host_keep_their_own_control_socket(tmp_path):
+    first, second = ServedInstance(tmp_path / "first"), ServedInstance(tmp_path / "second")
+    for instance in (first, second):
+        instance.data_dir.mkdir()
+    try:
+        first.start()
+        second.start()
+        for instance in (first, second):
+            # Each socket answers for its own server: the arbiter's pid and the port it listens on.
+            with ControlClient(str(instance.data_dir / "gunicorn.ctl"), timeout=10) as control:
+                assert control.send_command("show stats")["pid"] == instance.server.pid
+                listeners = control.send_command("show listeners")["listeners"]
+            assert [listener["address"] for listener in listeners] == [instance.url]
+    finally:
+        first.stop()
+        second.stop()
+
+    assert not (first.data_dir / "gunicorn.ctl").exists()
+    assert not (second.data_dir / "gunicorn.ctl").exists()
