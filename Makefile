@@ -11,12 +11,18 @@ PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: run test install lint bench clean apt-test-packages npm-available
+.PHONY: run test install lint lock bench clean apt-test-packages npm-available
 
-$(VENV)/.installed: pyproject.toml node_modules/.installed
+# Every Python package comes from a lock with sha256 hashes (`make lock` writes them from pyproject.toml), so a
+# fresh machine installs the very files this one did. pip and uv are locked too (requirements/tools.in).
+$(VENV)/.tools: requirements/tools.txt
 	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
-	$(PIP) install -q -U pip
-	$(PIP) install -q .
+	$(PIP) install -q --require-hashes -r requirements/tools.txt
+	@touch $@
+
+# Installing the project itself would add nothing: pyproject.toml has no packages, Mnemo runs from its checkout.
+$(VENV)/.installed: requirements/lock.txt $(VENV)/.tools node_modules/.installed
+	$(PIP) install -q --require-hashes -r requirements/lock.txt
 	@touch $@
 
 # The graph explorer's cytoscape comes from npm; Django serves it from node_modules as a static dir.
@@ -24,9 +30,19 @@ node_modules/.installed: package.json package-lock.json | npm-available
 	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q '.[test]'
+$(VENV)/.installed-test: requirements/lock-test.txt $(VENV)/.installed
+	$(PIP) install -q --require-hashes -r requirements/lock-test.txt
 	@touch $@
+
+# Rerun after changing dependencies in pyproject.toml (tests/test_lock.py fails until then). Pins already in a
+# lock stay unless pyproject.toml rules them out; `make lock LOCK_FLAGS=--upgrade` moves all to the newest.
+# lock.txt (`make run`) is resolved within lock-test.txt (`make test`), so the two never disagree on a version.
+LOCK_COMPILE = $(VENV)/bin/uv pip compile -q --generate-hashes --python-version 3.12 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(LOCK_FLAGS)
+lock: $(VENV)/.tools
+	$(LOCK_COMPILE) requirements/tools.in -o requirements/tools.txt
+	$(LOCK_COMPILE) pyproject.toml --extra test -o requirements/lock-test.txt
+	$(LOCK_COMPILE) pyproject.toml -c requirements/lock-test.txt -o requirements/lock.txt
 
 install: $(VENV)/.installed
 
