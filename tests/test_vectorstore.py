@@ -272,6 +272,13 @@ def test_drop_collection(filled: VectorStore) -> None:
     assert filled.count("memories") == 0
 
 
+def test_collections_lists_what_the_store_holds(filled: VectorStore) -> None:
+    # resync_mirrors --rebuild (and so migrate_up) asks this of both backends.
+    assert filled.collections() == ["memories"]
+    filled.drop_collection("memories")
+    assert filled.collections() == []
+
+
 def test_ping_describes_the_backend(filled: VectorStore) -> None:
     detail = filled.ping()
 

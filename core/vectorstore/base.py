@@ -286,6 +286,10 @@ class VectorStore(ABC):
         """Delete a collection and all its points; no-op when it does not exist."""
 
     @abstractmethod
+    def collections(self) -> list[str]:
+        """The names of the collections this store holds (without QDRANT_COLLECTION's prefix), sorted."""
+
+    @abstractmethod
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace points by id; the write is durable when this returns."""
 

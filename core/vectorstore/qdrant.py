@@ -125,6 +125,12 @@ class QdrantServerStore(VectorStore):
         with self._errors(collection):
             self._client.delete_collection(self.name(collection))
 
+    def collections(self) -> list[str]:
+        start = self.name("")
+        with self._errors(""):
+            names = [c.name for c in self._client.get_collections().collections]
+        return sorted(name.removeprefix(start) for name in names if name.startswith(start))
+
     # -- writes: wait=True, so the server has applied them when we return ---------------------------------
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
