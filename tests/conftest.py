@@ -1,12 +1,15 @@
 import json
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from core.services import api_key_create
+from tests.served import free_port
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run there without this.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -143,3 +146,56 @@ def fake_llm(settings):
         settings.LLM_MODEL = "fake-model"
         settings.LLM_TIMEOUT = 10
         yield fake
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A real redis-server on a free port, for the modules that need a broker."""
+    if not shutil.which("redis-server"):
+        pytest.fail("redis-server is not installed: `make test` installs it (apt-get install redis-server)")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    for _ in range(300):
+        if (
+            subprocess.run(
+                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
+            ).stdout.strip()
+            == "PONG"
+        ):
+            break
+        assert server.poll() is None, f"redis-server exited ({server.returncode}) before answering on {port}"
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"redis-server did not answer PING on port {port} within 30 s")
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throw-away PostgreSQL cluster (tests/postgres.py), one per test session."""
+    from tests.postgres import PostgresCluster, postgres_bin
+
+    if postgres_bin() is None:
+        pytest.fail("PostgreSQL is not installed: `make test` installs it (apt-get install postgresql)")
+    cluster = PostgresCluster()
+    cluster.start()
+    yield cluster
+    cluster.stop()

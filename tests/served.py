@@ -21,11 +21,14 @@ def free_port() -> int:
 
 
 class ServedInstance:
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None):
+        """`env`: settings beyond the embedded defaults (DATABASE_URL, CELERY_BROKER_URL, ...)."""
         self.env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "QDRANT_", "NEO4J_", "LLM_"))
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DJANGO_", "QDRANT_", "NEO4J_", "LLM_", "DATABASE_", "CELERY_"))
         }
-        self.env.update(MNEMO_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings")
+        self.env.update(MNEMO_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings", **(env or {}))
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,7 +1,6 @@
 """The Celery path against a real redis-server and a real worker process."""
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -13,49 +12,9 @@ import pytest
 from core import dispatch
 from core.tasks import ping
 from tests.conftest import forget_broker_connections
-from tests.served import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.celery
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    if not shutil.which("redis-server"):
-        pytest.fail("redis-server is not installed: `make test` installs it (apt-get install redis-server)")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    for _ in range(300):
-        if (
-            subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            == "PONG"
-        ):
-            break
-        assert server.poll() is None, f"redis-server exited ({server.returncode}) before answering on {port}"
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"redis-server did not answer PING on port {port} within 30 s")
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
