@@ -17,7 +17,8 @@ from core import stores
 from core.graph import EntityNode, RelationEdge
 from core.models import MirrorState
 from core.queries import owned_by_pk
-from memories.models import Entity, MemoryEntity, Relation
+from memories.entities import entity_key
+from memories.models import EditVia, Entity, EntityType, GraphAction, GraphEdit, MemoryEntity, Relation
 
 
 class GraphRequestError(ValueError):
@@ -80,13 +81,117 @@ def _recording_mirror_state(model: type[Entity] | type[Relation], pk: str) -> It
     )
 
 
+# --- curation: every change goes through one of these and leaves a GraphEdit -----------------------------------
+
+
+@dataclass(frozen=True)
+class Editor:
+    """Who changes the graph and through which route; recorded with each change."""
+
+    user: AbstractBaseUser | None = None
+    api_key: object | None = None  # core.models.ApiKey
+    via: str = EditVia.SYSTEM
+
+
+def _record(
+    editor: Editor | None,
+    *,
+    owner_id: int,
+    action: str,
+    label: str,
+    changes: dict,
+    entity_id=None,
+    relation_id=None,
+) -> GraphEdit:
+    editor = editor or Editor()
+    return GraphEdit.objects.create(
+        user_id=owner_id,
+        editor=editor.user,
+        api_key=editor.api_key,
+        via=editor.via,
+        action=action,
+        entity_id=entity_id,
+        relation_id=relation_id,
+        label=label[:300],
+        changes=changes,
+    )
+
+
+def _relation_label(relation: Relation) -> str:
+    return f"{relation.source.name} -{relation.relation_type}-> {relation.target.name}"
+
+
+# Saving these with the row makes a lost mirror task visible (pending) to the sweep and to the dashboard; without
+# Neo4j the pre_save signal marks the row synced at once, since the tables are the graph.
+_MIRROR_FIELDS = ["mirror_state", "mirror_error", "mirrored_at", "updated_at"]
+
+
+def _mark_pending(row: Entity | Relation) -> None:
+    row.mirror_state = MirrorState.PENDING
+
+
 @transaction.atomic
-def entity_merge(*, user: AbstractBaseUser, source: Entity, target: Entity) -> Entity:
+def entity_update(
+    *, entity: Entity, name: str | None = None, entity_type: str | None = None, editor: Editor | None = None
+) -> Entity:
+    """Rename and/or retype an entity. A new name whose key another entity of the user holds is refused: that is
+    a merge."""
+    fields: list[str] = []
+    if name is not None:
+        name = " ".join(name.split())
+        key = entity_key(name)
+        if not key or len(name) > 200:
+            raise GraphRequestError("a name needs 1 to 200 characters, not only punctuation")
+        if name != entity.name:
+            twin = Entity.objects.filter(user_id=entity.user_id, key=key).exclude(pk=entity.pk).first()
+            if twin is not None:
+                raise GraphRequestError(f"“{twin.name}” already exists: merge into it instead")
+            _record(
+                editor,
+                owner_id=entity.user_id,
+                action=GraphAction.RENAME,
+                label=entity.name,
+                changes={"name": [entity.name, name]},
+                entity_id=entity.pk,
+            )
+            entity.name, entity.key = name, key
+            fields += ["name", "key"]
+    if entity_type is not None and entity_type != entity.entity_type:
+        if entity_type not in EntityType.values:
+            raise GraphRequestError(f"type must be one of {', '.join(EntityType.values)}")
+        _record(
+            editor,
+            owner_id=entity.user_id,
+            action=GraphAction.RETYPE,
+            label=entity.name,
+            changes={"entity_type": [entity.entity_type, entity_type]},
+            entity_id=entity.pk,
+        )
+        entity.entity_type = entity_type
+        fields.append("entity_type")
+    if fields:
+        _mark_pending(entity)
+        entity.save(update_fields=[*fields, *_MIRROR_FIELDS])
+    return entity
+
+
+@transaction.atomic
+def entity_merge(
+    *, user: AbstractBaseUser, source: Entity, target: Entity, editor: Editor | None = None
+) -> Entity:
     """Fold `source` into `target`: its memory links and relations move over, duplicates add up, it is deleted."""
     if source.user_id != user.pk or target.user_id != user.pk:
         raise GraphRequestError("both entities must belong to you")
     if source.pk == target.pk:
         raise GraphRequestError("an entity cannot be merged into itself")
+    _record(
+        editor,
+        owner_id=user.pk,
+        action=GraphAction.MERGE,
+        label=source.name,
+        changes={"into": str(target.pk), "into_name": target.name},
+        entity_id=source.pk,
+    )
     for link in MemoryEntity.objects.filter(entity=source):
         if MemoryEntity.objects.filter(memory_id=link.memory_id, entity=target).exists():
             link.delete()
@@ -112,12 +217,96 @@ def entity_merge(*, user: AbstractBaseUser, source: Entity, target: Entity) -> E
             relation.save(update_fields=["source", "target", "updated_at"])
     source.delete()
     target.frequency = MemoryEntity.objects.filter(entity=target).count()
-    target.save(update_fields=["frequency", "updated_at"])
+    _mark_pending(target)
+    target.save(update_fields=["frequency", *_MIRROR_FIELDS])
     return target
 
 
-def entity_delete(*, entity: Entity) -> None:
+@transaction.atomic
+def entity_delete(*, entity: Entity, editor: Editor | None = None) -> None:
+    _record(
+        editor,
+        owner_id=entity.user_id,
+        action=GraphAction.DELETE,
+        label=entity.name,
+        changes={"entity_type": entity.entity_type, "frequency": entity.frequency},
+        entity_id=entity.pk,
+    )
     entity.delete()  # links and relations cascade; the signals mirror each deletion
+
+
+def relation_type_normalised(value: str) -> str:
+    """RELATED_TO style: upper case, words joined by underscores; CJK kept as typed."""
+    return "_".join(value.split()).upper()
+
+
+@transaction.atomic
+def relation_update(
+    *,
+    relation: Relation,
+    relation_type: str | None = None,
+    strength: float | None = None,
+    editor: Editor | None = None,
+) -> Relation:
+    changes: dict = {}
+    if relation_type is not None:
+        relation_type = relation_type_normalised(relation_type)
+        if not relation_type or len(relation_type) > 50:
+            raise GraphRequestError("a relation type needs 1 to 50 characters")
+        if relation_type != relation.relation_type:
+            twin = Relation.objects.filter(
+                user_id=relation.user_id,
+                source_id=relation.source_id,
+                target_id=relation.target_id,
+                relation_type=relation_type,
+            ).exclude(pk=relation.pk)
+            if twin.exists():
+                raise GraphRequestError(f"these entities are already related as {relation_type}")
+            changes["relation_type"] = [relation.relation_type, relation_type]
+    if strength is not None and round(strength, 3) != round(relation.strength, 3):
+        if not 0 <= strength <= 1:
+            raise GraphRequestError("strength must be between 0 and 1")
+        changes["strength"] = [round(relation.strength, 3), round(strength, 3)]
+    if not changes:
+        return relation
+    _record(
+        editor,
+        owner_id=relation.user_id,
+        action=GraphAction.EDIT_RELATION,
+        label=_relation_label(relation),
+        changes=changes,
+        entity_id=relation.source_id,
+        relation_id=relation.pk,
+    )
+    if "relation_type" in changes:
+        relation.relation_type = relation_type
+    if "strength" in changes:
+        relation.strength = strength
+    _mark_pending(relation)
+    relation.save(update_fields=["relation_type", "strength", *_MIRROR_FIELDS])
+    return relation
+
+
+@transaction.atomic
+def relation_delete(*, relation: Relation, editor: Editor | None = None) -> None:
+    _record(
+        editor,
+        owner_id=relation.user_id,
+        action=GraphAction.DELETE_RELATION,
+        label=_relation_label(relation),
+        changes={"relation_type": relation.relation_type, "strength": round(relation.strength, 3)},
+        entity_id=relation.source_id,
+        relation_id=relation.pk,
+    )
+    relation.delete()  # the post_delete signal removes it from the mirror
+
+
+def entity_history(*, entity: Entity, limit: int = 20) -> list[GraphEdit]:
+    """The recorded changes of an entity, its relations, and the entities merged into it, newest first."""
+    edits = GraphEdit.objects.filter(user_id=entity.user_id).filter(
+        Q(entity_id=entity.pk) | Q(action=GraphAction.MERGE, changes__into=str(entity.pk))
+    )
+    return list(edits.select_related("editor")[:limit])
 
 
 @dataclass(frozen=True)
@@ -143,6 +332,20 @@ def neighbourhood(
     ranked = ranked[:limit]
     relations = relations_among(user, [entity, *(e for e, _ in ranked)], limit=3 * limit)
     return Neighbourhood(entity, ranked, relations, truncated=len(found) > limit)
+
+
+def neighbours_of(
+    *, user: AbstractBaseUser, entities: Sequence[Entity], depth: int = 1, limit: int = 300
+) -> list[tuple[Entity, int]]:
+    """The entities within `depth` hops of any of `entities` (not themselves), nearest and most mentioned first."""
+    if not entities or limit < 1:
+        return []
+    found, _ = stores.read_graph(
+        lambda graph: graph.neighbors(str(user.pk), [str(e.pk) for e in entities], depth=depth, limit=limit)
+    )
+    hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
+    rows = owned_by_pk(Entity.objects.order_by(), user, hops)
+    return sorted(((e, hops[str(e.pk)]) for e in rows), key=lambda pair: (pair[1], -pair[0].frequency))[:limit]
 
 
 # What the graph page and RelationOut show of a relation: loading less keeps 900 rows cheap.

@@ -12,7 +12,7 @@ from ninja.pagination import paginate
 from core.auth import require_write
 from core.pagination import BoundedLimitOffset
 from memories import graph
-from memories.models import Entity, EntityType, Relation
+from memories.models import EditVia, Entity, EntityType, Relation
 from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
 
 router = Router(tags=["graph"])
@@ -20,6 +20,10 @@ router = Router(tags=["graph"])
 
 def _owner(request: HttpRequest):
     return request.auth.user
+
+
+def _editor(request: HttpRequest) -> graph.Editor:
+    return graph.Editor(user=request.auth.user, api_key=request.auth, via=EditVia.API)
 
 
 def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
@@ -77,7 +81,9 @@ def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
     source = _entity(request, entity_id)
     target = _entity(request, payload.into)
     try:
-        return graph.entity_merge(user=_owner(request), source=source, target=target)
+        return graph.entity_merge(
+            user=_owner(request), source=source, target=target, editor=_editor(request)
+        )
     except graph.GraphRequestError as exc:
         raise HttpError(422, str(exc)) from None
 
@@ -87,7 +93,7 @@ def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
 )
 def delete_entity(request: HttpRequest, entity_id: UUID):
     require_write(request)
-    graph.entity_delete(entity=_entity(request, entity_id))
+    graph.entity_delete(entity=_entity(request, entity_id), editor=_editor(request))
     return Status(204, None)
 
 

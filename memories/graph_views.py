@@ -9,19 +9,23 @@ import uuid
 from collections.abc import Callable
 from functools import wraps
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
 
 from memories import graph
-from memories.models import Entity, EntityType, Memory, Relation
+from memories.entities import entity_key
+from memories.models import EditVia, Entity, EntityType, Memory, Relation
 
 MAX_NODES = 300  # drawing more makes the canvas sluggish and the picture unreadable
 MAX_EDGES = 3 * MAX_NODES
 MAX_DEPTH = 3
 PANEL_MEMORIES = 20
+SEARCH_SEEDS = 10  # a search draws the neighbours of at most this many of its best matches
 TEMPLATE = "memories/graph.html"
 
 
@@ -119,16 +123,29 @@ def graph_data(request: HttpRequest) -> JsonResponse:
         "entity_type": _type_param(request),
         "query": request.GET.get("q", "").strip(),
     }
+    depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
     entities = list(graph.top_entities(limit=limit, **filters))
     # Count every match (limit=None: the unsliced query) only when the page is full; otherwise it is all of them.
     total = len(entities) if len(entities) < limit else graph.top_entities(limit=None, **filters).count()
-    relations = graph.relations_among(request.user, entities, limit=MAX_EDGES)
+    searched = {"match": True} if filters["query"] else {}  # a search marks its matches among their neighbours
+    nodes = [_node(entity, memory_count=entity.memory_count, **searched) for entity in entities]
+    neighbours: list[tuple[Entity, int]] = []
+    if filters["query"] and entities:
+        # A name search draws its best matches with their neighbourhood at once, not lone nodes to click.
+        seeds = entities[:SEARCH_SEEDS]
+        neighbours = graph.neighbours_of(
+            user=request.user, entities=seeds, depth=depth, limit=MAX_NODES - len(entities)
+        )
+        neighbours = [(e, hops) for e, hops in neighbours if e not in entities]
+        nodes += [_node(e, hops=hops, match=False) for e, hops in neighbours]
+    relations = graph.relations_among(request.user, [*entities, *(e for e, _ in neighbours)], limit=MAX_EDGES)
     return JsonResponse(
         {
-            "nodes": [_node(entity, memory_count=entity.memory_count) for entity in entities],
+            "nodes": nodes,
             "edges": [_edge(relation) for relation in relations],
             "total": total,
             "shown": len(entities),
+            "neighbours": len(neighbours),
             "max_nodes": MAX_NODES,
             "capped": total > len(entities),
             "message": _cap_message(len(entities), total),
@@ -162,24 +179,35 @@ def entity_neighbors(request: HttpRequest, pk: uuid.UUID) -> JsonResponse:
 @require_GET
 def entity_memories(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    return render(request, f"{TEMPLATE}#entity-panel", _entity_panel(request, entity))
+
+
+def _entity_panel(request: HttpRequest, entity: Entity, **extra) -> dict:
     memories = Memory.objects.for_user(request.user).filter(entity_links__entity=entity).distinct()
-    context = {
+    return {
         "entity": entity,
         "memories": list(memories.order_by("-created_at", "-id")[:PANEL_MEMORIES]),
         "memory_total": memories.count(),
         "relation_total": Relation.objects.filter(user=request.user)
         .filter(Q(source=entity) | Q(target=entity))
         .count(),
+        "history": graph.entity_history(entity=entity),
+        "types": EntityType.choices,
+        **extra,
     }
-    return render(request, f"{TEMPLATE}#entity-panel", context)
 
 
 @login_required
 @require_GET
 def relation_memories(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
-    relation = get_object_or_404(
-        Relation.objects.select_related("source", "target"), pk=pk, user=request.user
-    )
+    return render(request, f"{TEMPLATE}#relation-panel", _relation_panel(request, _relation(request, pk)))
+
+
+def _relation(request: HttpRequest, pk: uuid.UUID) -> Relation:
+    return get_object_or_404(Relation.objects.select_related("source", "target"), pk=pk, user=request.user)
+
+
+def _relation_panel(request: HttpRequest, relation: Relation, **extra) -> dict:
     mine = Memory.objects.for_user(request.user)
     evidence = mine.filter(pk=relation.evidence_id).first() if relation.evidence_id else None
     both = (
@@ -189,5 +217,140 @@ def relation_memories(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         .distinct()
         .order_by("-created_at", "-id")
     )
-    context = {"relation": relation, "evidence": evidence, "co_mentions": list(both[:PANEL_MEMORIES])}
-    return render(request, f"{TEMPLATE}#relation-panel", context)
+    return {
+        "relation": relation,
+        "evidence": evidence,
+        "co_mentions": list(both[:PANEL_MEMORIES]),
+        "types": EntityType.choices,
+        **extra,
+    }
+
+
+# --- curation from the side panel: each form posts here, gets the fresh panel back, and tells the canvas -------
+
+
+def _editor(request: HttpRequest) -> graph.Editor:
+    return graph.Editor(user=request.user, via=EditVia.PAGE)
+
+
+def _changed(request: HttpRequest, response: HttpResponse, change: dict, done: str) -> HttpResponse:
+    """The panel for htmx with a `graph-changed` event for graph.js to redraw; a redirect to the page without."""
+    if request.htmx:
+        trigger_client_event(response, "graph-changed", change)
+        return response
+    messages.success(request, done)
+    return redirect("graph")
+
+
+def _refused(request: HttpRequest, entity: Entity, error: str) -> HttpResponse:
+    if request.htmx:
+        context = _entity_panel(request, entity, error=error)
+        return render(request, f"{TEMPLATE}#entity-panel", context, status=422)
+    messages.error(request, error)
+    return redirect("graph")
+
+
+@login_required
+@require_POST
+def entity_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """Rename and retype an entity."""
+    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    try:
+        graph.entity_update(
+            entity=entity,
+            name=request.POST.get("name", entity.name),
+            entity_type=request.POST.get("entity_type", entity.entity_type),
+            editor=_editor(request),
+        )
+    except graph.GraphRequestError as exc:
+        entity.refresh_from_db()
+        return _refused(request, entity, str(exc))
+    response = render(request, f"{TEMPLATE}#entity-panel", _entity_panel(request, entity, saved=True))
+    return _changed(request, response, {"action": "update", "node": _node(entity)}, f"Saved {entity.name}.")
+
+
+def _merge_target(request: HttpRequest, entity: Entity) -> Entity | None:
+    """The entity named in ?into= (its name, as the merge key compares them, or its id), of this user."""
+    into = request.POST.get("into", "").strip()
+    mine = Entity.objects.filter(user=request.user)
+    try:
+        by_id = mine.filter(pk=uuid.UUID(into)).first()
+    except ValueError:
+        by_id = None
+    return by_id or mine.filter(key=entity_key(into)).first() if into else None
+
+
+@login_required
+@require_POST
+def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    target = _merge_target(request, entity)
+    if target is None:
+        return _refused(request, entity, "No entity of yours has that name: type the exact name to merge into.")
+    source_id, source_name = str(entity.pk), entity.name
+    try:
+        graph.entity_merge(user=request.user, source=entity, target=target, editor=_editor(request))
+    except graph.GraphRequestError as exc:
+        return _refused(request, entity, str(exc))
+    found = graph.neighbourhood(user=request.user, entity=target, depth=1, limit=MAX_NODES)
+    change = {
+        "action": "merge",
+        "removed": source_id,
+        "node": _node(target),
+        "nodes": [_node(neighbour, hops=hops) for neighbour, hops in found.entities],
+        "edges": [_edge(relation) for relation in found.relations[:MAX_EDGES]],
+    }
+    context = _entity_panel(request, target, merged=source_name)
+    response = render(request, f"{TEMPLATE}#entity-panel", context)
+    return _changed(request, response, change, f"Merged {source_name} into {target.name}.")
+
+
+@login_required
+@require_POST
+def entity_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    entity_id, name = str(entity.pk), entity.name
+    graph.entity_delete(entity=entity, editor=_editor(request))
+    response = render(request, f"{TEMPLATE}#deleted-panel", {"name": name, "kind": "entity"})
+    return _changed(request, response, {"action": "delete", "removed": entity_id}, f"Deleted {name}.")
+
+
+@login_required
+@require_POST
+def relation_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    relation = _relation(request, pk)
+    error = ""
+    try:
+        strength = float(request.POST.get("strength", relation.strength))
+    except ValueError:
+        error = "strength must be a number between 0 and 1"
+    if not error:
+        try:
+            graph.relation_update(
+                relation=relation,
+                relation_type=request.POST.get("relation_type", relation.relation_type),
+                strength=strength,
+                editor=_editor(request),
+            )
+        except graph.GraphRequestError as exc:
+            error = str(exc)
+    if error:
+        relation.refresh_from_db()
+        if not request.htmx:
+            messages.error(request, error)
+            return redirect("graph")
+        context = _relation_panel(request, relation, error=error)
+        return render(request, f"{TEMPLATE}#relation-panel", context, status=422)
+    response = render(request, f"{TEMPLATE}#relation-panel", _relation_panel(request, relation, saved=True))
+    done = f"Saved {relation.source.name} -{relation.relation_type}-> {relation.target.name}."
+    return _changed(request, response, {"action": "update-edge", "edge": _edge(relation)}, done)
+
+
+@login_required
+@require_POST
+def relation_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    relation = _relation(request, pk)
+    relation_id, label = str(relation.pk), f"{relation.source.name} → {relation.target.name}"
+    graph.relation_delete(relation=relation, editor=_editor(request))
+    response = render(request, f"{TEMPLATE}#deleted-panel", {"name": label, "kind": "relation"})
+    return _changed(request, response, {"action": "delete-edge", "removed": relation_id}, f"Deleted {label}.")

@@ -266,3 +266,40 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id} → {self.target_id} ({self.status})"
+
+
+class GraphAction(models.TextChoices):
+    RENAME = "rename", "renamed"
+    RETYPE = "retype", "retyped"
+    MERGE = "merge", "merged"
+    DELETE = "delete", "deleted"
+    EDIT_RELATION = "edit_rel", "relation edited"
+    DELETE_RELATION = "del_rel", "relation deleted"
+
+
+class GraphEdit(models.Model):
+    """One curation of the entity graph: who did it, through which route, and what changed.
+
+    Entities and relations are named by id, not by foreign key, so the record outlives a deleted or merged row.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    editor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
+    via = models.CharField(max_length=6, choices=EditVia)
+    action = models.CharField(max_length=8, choices=GraphAction)
+    entity_id = models.UUIDField(null=True, blank=True)
+    relation_id = models.UUIDField(null=True, blank=True)
+    label = models.CharField(max_length=300)  # the entity's name or "source -TYPE-> target" when it was edited
+    changes = models.JSONField(default=dict)  # {"field": [old, new]}
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "entity_id"], name="graphedit_user_entity")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.label} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -1,5 +1,6 @@
 """The graph explorer: the page, its JSON (top entities, neighbours by depth, the node cap) and the side panel."""
 
+import json
 import re
 import uuid
 
@@ -10,7 +11,7 @@ from django.utils import timezone
 
 from memories import graph_views
 from memories.graph_views import MAX_NODES
-from memories.models import Entity, EntityType, Memory, MemoryEntity, Relation
+from memories.models import Entity, EntityType, GraphEdit, Memory, MemoryEntity, Relation
 
 pytestmark = pytest.mark.django_db
 
@@ -207,12 +208,31 @@ def test_data_filters_by_type(logged_in, team):
 
 
 @pytest.mark.parametrize(
-    ("query", "labels"), [("李", ["李四"]), ("react", ["React"]), ("ac", ["React", "Acme"])]
+    ("query", "labels", "neighbours"),
+    [
+        ("李", ["李四"], ["张三", "React"]),
+        ("react", ["React"], ["李四", "Acme"]),
+        ("ac", ["React", "Acme"], ["李四"]),
+    ],
 )
-def test_data_searches_entity_names(logged_in, team, query, labels):
+def test_data_searches_entity_names_and_draws_their_neighbours(logged_in, team, query, labels, neighbours):
     body = data(logged_in, f"?q={query}").json()
-    assert [node["label"] for node in body["nodes"]] == labels
-    assert body["total"] == len(labels)
+    assert [node["label"] for node in body["nodes"] if node["match"]] == labels
+    assert [node["label"] for node in body["nodes"] if not node["match"]] == neighbours
+    assert (body["total"], body["shown"], body["neighbours"]) == (len(labels), len(labels), len(neighbours))
+    drawn = {node["id"] for node in body["nodes"]}
+    assert body["edges"] and all({edge["source"], edge["target"]} <= drawn for edge in body["edges"])
+
+
+def test_data_search_draws_neighbours_to_the_asked_depth(logged_in, team):
+    body = data(logged_in, "?q=张三&depth=3").json()
+    assert [(node["label"], node.get("hops")) for node in body["nodes"]] == [
+        ("张三", None),
+        ("李四", 1),
+        ("React", 2),
+        ("Acme", 3),
+    ]
+    assert len(body["edges"]) == 3
 
 
 def test_data_search_without_match_is_empty_not_an_error(logged_in, team):
@@ -382,3 +402,183 @@ def test_another_users_entity_or_relation_is_a_404(logged_in, other_user):
         response = logged_in.get(url, **HTMX)
         assert response.status_code == 404, url
         assert "Mallory" not in response.text
+
+
+# --- curation from the page --------------------------------------------------------------------------------------
+
+
+def post(client: Client, name: str, pk, payload: dict | None = None, htmx: bool = True):
+    return client.post(reverse(name, args=[pk]), payload or {}, **(HTMX if htmx else {}))
+
+
+def test_rename_and_retype_an_entity_records_both_and_tells_the_canvas(logged_in, user, team):
+    li = team["li"]
+    response = post(logged_in, "graph_entity_edit", li.pk, {"name": "李四 (Li Si)", "entity_type": "ORG"})
+    assert response.status_code == 200
+    assert "<html" not in response.text
+    assert "Saved." in response.text
+    li.refresh_from_db()
+    assert (li.name, li.key, li.entity_type) == ("李四 (Li Si)", "李四 (li si", "ORG")  # entity_key strips outer brackets
+    trigger = json.loads(response["HX-Trigger"])["graph-changed"]
+    assert trigger["action"] == "update"
+    assert (trigger["node"]["id"], trigger["node"]["label"], trigger["node"]["type"]) == (
+        str(li.pk),
+        "李四 (Li Si)",
+        "ORG",
+    )
+    edits = list(GraphEdit.objects.filter(entity_id=li.pk).order_by("id"))
+    assert [(e.action, e.changes, e.editor, e.via) for e in edits] == [
+        ("rename", {"name": ["李四", "李四 (Li Si)"]}, user, "page"),
+        ("retype", {"entity_type": ["PERSON", "ORG"]}, user, "page"),
+    ]
+    # The panel shows the history, and a reload of the graph shows the new name.
+    assert "renamed 李四" in post_panel(logged_in, li)
+    assert "李四 (Li Si)" in [node["label"] for node in data(logged_in).json()["nodes"]]
+
+
+def post_panel(client: Client, entity: Entity) -> str:
+    return client.get(reverse("graph_entity_memories", args=[entity.pk]), **HTMX).text
+
+
+def test_a_rename_onto_another_entitys_name_is_refused_with_a_hint_to_merge(logged_in, team):
+    response = post(
+        logged_in, "graph_entity_edit", team["li"].pk, {"name": "ZHANG三", "entity_type": "PERSON"}
+    )
+    assert response.status_code == 200  # not refused: 张三's key is "张三", not "zhang三"
+    response = post(logged_in, "graph_entity_edit", team["li"].pk, {"name": "react", "entity_type": "PERSON"})
+    assert response.status_code == 422
+    assert "“React” already exists: merge into it instead" in response.text
+    assert "HX-Trigger" not in response
+    assert Entity.objects.get(pk=team["li"].pk).name == "ZHANG三"
+
+
+def test_merge_from_the_page_moves_relations_and_records_it(logged_in, user, team):
+    zhang, li, react = team["zhang"], team["li"], team["react"]
+    response = post(logged_in, "graph_entity_merge", li.pk, {"into": "张三"})
+    assert response.status_code == 200
+    assert not Entity.objects.filter(pk=li.pk).exists()
+    assert Relation.objects.filter(source=zhang, target=react, relation_type="SKILLED_IN").exists()
+    change = json.loads(response["HX-Trigger"])["graph-changed"]
+    assert (change["action"], change["removed"], change["node"]["id"]) == ("merge", str(li.pk), str(zhang.pk))
+    assert [node["label"] for node in change["nodes"]] == ["React"]
+    assert "Merged “李四” into 张三." in response.text
+    [edit] = GraphEdit.objects.filter(action="merge")
+    assert (edit.entity_id, edit.label, edit.changes["into"], edit.editor) == (
+        li.pk,
+        "李四",
+        str(zhang.pk),
+        user,
+    )
+    assert "merged 李四" in post_panel(logged_in, zhang)  # the target's history shows what was folded in
+
+
+def test_merge_into_an_unknown_name_or_itself_is_refused(logged_in, team):
+    response = post(logged_in, "graph_entity_merge", team["li"].pk, {"into": "nobody"})
+    assert response.status_code == 422
+    assert "No entity of yours has that name" in response.text
+    response = post(logged_in, "graph_entity_merge", team["li"].pk, {"into": "李四"})
+    assert response.status_code == 422
+    assert "cannot be merged into itself" in response.text
+    assert Entity.objects.filter(pk=team["li"].pk).exists()
+    assert not GraphEdit.objects.exists()
+
+
+def test_delete_an_entity_from_the_page(logged_in, user, team):
+    li = team["li"]
+    response = post(logged_in, "graph_entity_delete", li.pk)
+    assert response.status_code == 200
+    assert "Deleted the entity “李四”" in response.text
+    assert json.loads(response["HX-Trigger"])["graph-changed"] == {"action": "delete", "removed": str(li.pk)}
+    assert not Entity.objects.filter(pk=li.pk).exists()
+    assert Relation.objects.filter(user=user).count() == 1  # only React -USED_BY-> Acme is left
+    [edit] = GraphEdit.objects.all()
+    assert (edit.action, edit.entity_id, edit.label, edit.via) == ("delete", li.pk, "李四", "page")
+
+
+def test_edit_and_delete_a_relation_from_the_page(logged_in, user, team):
+    relation = team["li_react"]
+    response = post(
+        logged_in, "graph_relation_edit", relation.pk, {"relation_type": "uses daily", "strength": "0.25"}
+    )
+    assert response.status_code == 200
+    relation.refresh_from_db()
+    assert (relation.relation_type, relation.strength) == ("USES_DAILY", 0.25)
+    change = json.loads(response["HX-Trigger"])["graph-changed"]
+    assert (change["action"], change["edge"]["type"], change["edge"]["strength"]) == (
+        "update-edge",
+        "USES_DAILY",
+        0.25,
+    )
+    response = post(logged_in, "graph_relation_edit", relation.pk, {"relation_type": "x", "strength": "2"})
+    assert response.status_code == 422
+    assert "strength must be between 0 and 1" in response.text
+
+    response = post(logged_in, "graph_relation_delete", relation.pk)
+    assert response.status_code == 200
+    assert not Relation.objects.filter(pk=relation.pk).exists()
+    assert [(e.action, e.relation_id) for e in GraphEdit.objects.order_by("id")] == [
+        ("edit_rel", relation.pk),
+        ("del_rel", relation.pk),
+    ]
+    assert GraphEdit.objects.order_by("id")[0].changes == {
+        "relation_type": ["SKILLED_IN", "USES_DAILY"],
+        "strength": [0.7, 0.25],
+    }
+
+
+def test_curation_without_htmx_redirects_to_the_graph(logged_in, team):
+    response = post(
+        logged_in, "graph_entity_edit", team["li"].pk, {"name": "Li", "entity_type": "PERSON"}, htmx=False
+    )
+    assert (response.status_code, response["Location"]) == (302, reverse("graph"))
+    assert Entity.objects.get(pk=team["li"].pk).name == "Li"
+
+
+@pytest.mark.parametrize("name", ["graph_entity_edit", "graph_entity_merge", "graph_entity_delete"])
+def test_curating_another_users_entity_is_a_404(logged_in, other_user, name):
+    theirs = entity(other_user, "Eve")
+    response = post(logged_in, name, theirs.pk, {"name": "Mine", "into": "Eve", "entity_type": "ORG"})
+    assert response.status_code == 404
+    assert Entity.objects.get(pk=theirs.pk).name == "Eve"
+    assert not GraphEdit.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["graph_relation_edit", "graph_relation_delete"])
+def test_curating_another_users_relation_is_a_404(logged_in, other_user, name):
+    theirs = relate(other_user, entity(other_user, "Eve"), entity(other_user, "Mallory"))
+    response = post(logged_in, name, theirs.pk, {"relation_type": "MINE", "strength": "1"})
+    assert response.status_code == 404
+    assert Relation.objects.get(pk=theirs.pk).relation_type == "RELATED_TO"
+
+
+def test_merge_cannot_reach_another_users_entity_by_name(logged_in, other_user, team):
+    entity(other_user, "Eve")
+    response = post(logged_in, "graph_entity_merge", team["li"].pk, {"into": "Eve"})
+    assert response.status_code == 422
+    assert Entity.objects.filter(pk=team["li"].pk).exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["graph_entity_edit", "graph_entity_merge", "graph_entity_delete", "graph_relation_delete"]
+)
+def test_curation_only_answers_post_and_needs_a_login(client, logged_in, team, name):
+    pk = team["zhang_li"].pk if "relation" in name else team["li"].pk
+    assert logged_in.get(reverse(name, args=[pk])).status_code == 405
+    logged_in.logout()
+    assert logged_in.post(reverse(name, args=[pk])).status_code == 302
+    assert Entity.objects.filter(pk=team["li"].pk).exists()
+
+
+def test_the_api_merge_and_delete_are_recorded_with_the_key(api, user, write_key):
+    from core.models import ApiKey
+
+    source, target = entity(user, "Bob"), entity(user, "Robert")
+    response = api("post", f"/entities/{source.pk}/merge", {"into": str(target.pk)})
+    assert response.status_code == 200
+    response = api("delete", f"/entities/{target.pk}")
+    assert response.status_code == 204
+    key = ApiKey.objects.get(user=user)
+    assert [(e.action, e.via, e.api_key) for e in GraphEdit.objects.order_by("id")] == [
+        ("merge", "api", key),
+        ("delete", "api", key),
+    ]

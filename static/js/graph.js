@@ -82,6 +82,7 @@
         },
       },
       { selector: "node.expanded", style: { "border-width": 3, "border-color": "#93c5fd" } },
+      { selector: "node.match", style: { "border-width": 3, "border-color": "#f59e0b" } },
       { selector: "node:selected", style: { "border-width": 4, "border-color": "#111827" } },
       {
         selector: "edge",
@@ -120,6 +121,7 @@
         type: node.type,
         typeLabel: node.type_label,
         frequency: node.frequency,
+        match: Boolean(node.match),
         color: colours[node.type] || colours.OTHER || "#9ca3af",
       },
       classes: hiddenTypes.has(node.type) ? ["type-hidden"] : [],
@@ -239,8 +241,14 @@
       say(formValue("q") ? `No entity matches “${formValue("q")}”.` : "No entity of this type yet.");
       return;
     }
+    cy.nodes().filter((node) => node.data("match")).addClass("match");
     if (data.capped) {
       say(data.message, "capped");
+    } else if (formValue("q") && data.neighbours) {
+      say(
+        `Found ${data.shown} ${data.shown === 1 ? "entity" : "entities"} matching “${formValue("q")}”, drawn with ` +
+          `${data.neighbours} ${data.neighbours === 1 ? "neighbour" : "neighbours"}. Click an entity to expand it.`
+      );
     } else {
       const relations = data.edges.length;
       say(
@@ -323,6 +331,54 @@
     cy.elements().unselect();
     event.target.select();
     showPanel(url(root.dataset.relationMemoriesUrl, event.target.id()));
+  });
+
+  // --- curation: the side panel's forms answer with a `graph-changed` event (HX-Trigger) -----------------------
+
+  function removeById(id) {
+    const element = cy.getElementById(id);
+    if (!element.empty()) {
+      element.remove(); // a node takes its edges with it
+    }
+  }
+
+  document.body.addEventListener("graph-changed", (event) => {
+    const change = event.detail || {};
+    if (change.action === "update" && change.node) {
+      const node = cy.getElementById(change.node.id);
+      node.data({
+        label: change.node.label,
+        type: change.node.type,
+        typeLabel: change.node.type_label,
+        color: colours[change.node.type] || colours.OTHER || "#9ca3af",
+      });
+      node.toggleClass("type-hidden", hiddenTypes.has(change.node.type));
+      say(`Saved ${change.node.label}.`);
+    } else if (change.action === "merge" && change.node) {
+      const gone = cy.getElementById(change.removed);
+      const position = gone.empty() ? undefined : { ...gone.position() };
+      removeById(change.removed);
+      if (cy.getElementById(change.node.id).empty()) {
+        cy.add(nodeElement(change.node, position));
+      }
+      const centre = cy.getElementById(change.node.id).position();
+      const fresh = (change.nodes || []).filter((node) => cy.getElementById(node.id).empty());
+      cy.add(fresh.slice(0, Math.max(0, MAX_NODES - cy.nodes().length)).map((node) => nodeElement(node, { ...centre })));
+      cy.add(edgeElements(change.edges || []));
+      cy.elements().unselect();
+      cy.getElementById(change.node.id).select();
+      say(`Merged into ${change.node.label}.`);
+      runLayout(false);
+    } else if (change.action === "delete") {
+      removeById(change.removed);
+      say("Entity deleted.");
+    } else if (change.action === "update-edge" && change.edge) {
+      cy.getElementById(change.edge.id).data({ type: change.edge.type, strength: change.edge.strength });
+      say(`Saved the relation ${change.edge.type}.`);
+    } else if (change.action === "delete-edge") {
+      removeById(change.removed);
+      say("Relation deleted.");
+    }
   });
 
   // --- controls --------------------------------------------------------------------------------------------------
