@@ -238,6 +238,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
     ("vendor/cytoscape", BASE_DIR / "node_modules" / "cytoscape" / "dist"),
+    ("vendor/chartjs", BASE_DIR / "node_modules" / "chart.js" / "dist"),
 ]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
