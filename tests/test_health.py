@@ -9,6 +9,14 @@ CONCERNS = ["database", "vectors", "graph", "embeddings", "worker", "llm"]
 
 
 @pytest.fixture
+def staff(client, django_user_model):
+    """A browser session of a staff user: the one caller that sees the checks' details."""
+    admin = django_user_model.objects.create_user(username="root", password="pw", is_staff=True)
+    client.force_login(admin)
+    return client
+
+
+@pytest.fixture
 def fresh_stores():
     stores.reset()
     yield
@@ -30,10 +38,10 @@ def test_api_health_needs_no_key_and_reports_every_concern(client, fresh_stores)
     assert body["ok"] is True
 
 
-def test_an_unreachable_qdrant_server_is_reported_with_its_variable(client, settings, fresh_stores):
+def test_an_unreachable_qdrant_server_is_reported_with_its_variable(staff, settings, fresh_stores):
     settings.QDRANT_URL = "http://127.0.0.1:9"
     settings.QDRANT_TIMEOUT = 1.0
-    body = client.get("/api/v1/health").json()
+    body = staff.get("/api/v1/health").json()
     vectors = next(check for check in body["checks"] if check["concern"] == "vectors")
     assert vectors["backend"] == "qdrant server"
     assert vectors["ok"] is False
@@ -41,11 +49,11 @@ def test_an_unreachable_qdrant_server_is_reported_with_its_variable(client, sett
     assert body["ok"] is False
 
 
-def test_an_unreachable_llm_and_neo4j_are_reported(client, settings, fresh_stores):
+def test_an_unreachable_llm_and_neo4j_are_reported(staff, settings, fresh_stores):
     settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
     settings.LLM_MODEL = "any"
     settings.NEO4J_URI = "bolt://127.0.0.1:9"
-    checks = {check["concern"]: check for check in client.get("/api/v1/health").json()["checks"]}
+    checks = {check["concern"]: check for check in staff.get("/api/v1/health").json()["checks"]}
     assert checks["llm"]["ok"] is False
     assert "LLM_BASE_URL" in checks["llm"]["detail"]
     assert checks["graph"]["ok"] is False
@@ -60,10 +68,31 @@ def test_health_page_shows_the_same_report(logged_in, fresh_stores):
     assert "qdrant-edge (embedded)" in response.text
 
 
-def test_the_public_health_check_shows_no_server_paths(client, settings):
-    body = client.get("/api/v1/health").content.decode()
+def test_the_public_health_check_says_up_or_down_per_backend_and_nothing_more(client, settings, fresh_stores):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.LLM_MODEL = "any"
+    response = client.get("/api/v1/health")
+    body = response.content.decode()
     assert str(settings.DATA_DIR) not in body and str(settings.QDRANT_EDGE_PATH) not in body
-    assert "SQLite" in body  # still says what serves each concern
+    assert "127.0.0.1" not in body and "LLM_BASE_URL" not in body
+    checks = response.json()["checks"]
+    assert all(set(check) == {"concern", "backend", "ok"} for check in checks)
+    by_concern = {check["concern"]: (check["backend"], check["ok"]) for check in checks}
+    assert by_concern["database"] == ("sqlite", True)  # still says what serves each concern, and whether it is up
+    assert by_concern["llm"] == ("openai-compatible", False)
+    assert response.json()["ok"] is False
+
+
+def test_a_logged_in_user_who_is_not_staff_sees_no_details(logged_in, settings, fresh_stores):
+    checks = logged_in.get("/api/v1/health").json()["checks"]
+    assert all("detail" not in check for check in checks)
+    assert str(settings.DATA_DIR) not in logged_in.get("/api/v1/health").content.decode()
+
+
+def test_a_staff_user_sees_each_checks_detail(staff, settings, fresh_stores):
+    checks = {check["concern"]: check for check in staff.get("/api/v1/health").json()["checks"]}
+    assert checks["database"]["detail"].startswith("SQLite at ")
+    assert checks["database"]["elapsed_ms"] >= 0
 
 
 def test_without_paths_keeps_urls_and_hides_file_paths():
@@ -77,7 +106,7 @@ def test_without_paths_keeps_urls_and_hides_file_paths():
     )
 
 
-def test_health_answers_within_two_seconds_when_every_backend_hangs(client, settings, fresh_stores):
+def test_health_answers_within_two_seconds_when_every_backend_hangs(staff, settings, fresh_stores):
     """Neo4j, the LLM and the broker point at a socket that accepts and never answers."""
     import socket
     import time
@@ -91,7 +120,7 @@ def test_health_answers_within_two_seconds_when_every_backend_hangs(client, sett
         settings.LLM_BASE_URL = f"http://127.0.0.1:{port}/v1"
         settings.LLM_MODEL = "any"
         started = time.perf_counter()
-        body = client.get("/api/v1/health").json()
+        body = staff.get("/api/v1/health").json()
         elapsed = time.perf_counter() - started
     finally:
         silent.close()
@@ -103,7 +132,7 @@ def test_health_answers_within_two_seconds_when_every_backend_hangs(client, sett
     assert checks["database"]["ok"] and checks["vectors"]["ok"]
 
 
-def test_a_configured_llm_is_reported_with_its_model(client, fake_llm, fresh_stores):
-    checks = {check["concern"]: check for check in client.get("/api/v1/health").json()["checks"]}
+def test_a_configured_llm_is_reported_with_its_model(staff, fake_llm, fresh_stores):
+    checks = {check["concern"]: check for check in staff.get("/api/v1/health").json()["checks"]}
     assert checks["llm"]["ok"] is True
     assert checks["llm"]["detail"].endswith("(listed)")
