@@ -3,6 +3,7 @@ served as `make run` serves it: gunicorn on the embedded defaults, in its own da
 
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import httpx
@@ -75,7 +76,10 @@ def in_session(url: str, key: str, work):
             await session.initialize()
             return await work(session)
 
-    return anyio.run(run)
+    # Once a browser test has run, Playwright's sync API keeps an event loop running on this thread, and a second
+    # loop cannot start here: the client gets a thread, and a loop, of its own.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, run).result()
 
 
 def refused(match: str) -> pytest.RaisesGroup:
