@@ -16,7 +16,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.db.models.functions import Length, Substr
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import escape
@@ -44,7 +45,8 @@ DETAIL_TEMPLATE = "knowledge/document_detail.html"
 SEARCH_TEMPLATE = "knowledge/search.html"
 PAGE_SIZE = 50
 CHUNKS_PER_PAGE = 50
-MARKDOWN_PREVIEW_CHARS = 200_000  # a huge document's Markdown is cut on the page; its chunks hold all of it
+# The document page previews the start of the Markdown; the paged chunk viewer below it holds all of the text.
+MARKDOWN_PREVIEW_CHARS = 3_000
 CHANGED_EVENT = "documents-changed"  # the library table listens for it and reloads itself
 
 
@@ -91,7 +93,8 @@ def _library(request: HttpRequest, namespaces: list[str]) -> dict:
     form = LibraryFilterForm(request.GET, namespaces=namespaces)
     form.is_valid()
     filters = form.filters
-    documents = _owned(request).with_chunk_count().order_by("-created_at", "-id")
+    # The Markdown column can hold megabytes per document, and the table shows none of it.
+    documents = _owned(request).defer("markdown").with_chunk_count().order_by("-created_at", "-id")
     if "namespace" in filters:
         documents = documents.filter(namespace=filters["namespace"])
     if filters.get("status") == ACTIVE:
@@ -206,7 +209,7 @@ def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
 
 
 def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **extra) -> HttpResponse:
-    document = get_object_or_404(_owned(request).with_chunk_count(), pk=pk)
+    document = get_object_or_404(_owned(request).defer("markdown").with_chunk_count(), pk=pk)
     context = {"document": document, "active_states": services.ACTIVE_STATES, **extra}
     return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
 
@@ -268,10 +271,31 @@ def document_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 # --- one document --------------------------------------------------------------------------------------------
 
 
+def _preview(markdown: str) -> str:
+    """The start of the Markdown, cut at the last paragraph (or line) break so no block is cut in half."""
+    if len(markdown) <= MARKDOWN_PREVIEW_CHARS:
+        return markdown
+    head = markdown[:MARKDOWN_PREVIEW_CHARS]
+    cut = max(head.rfind("\n\n"), head.rfind("\n"))
+    head = head[:cut] if cut > MARKDOWN_PREVIEW_CHARS // 2 else head
+    if head.count("```") % 2:  # close a fence the cut left open, or the rest of the preview turns into code
+        head += "\n```"
+    return head
+
+
 @login_required
 @require_GET
 def document_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
-    document = _document(request, pk)
+    # Only the preview's worth of the Markdown leaves the database: a document's Markdown can be megabytes.
+    document = get_object_or_404(
+        _owned(request)
+        .defer("markdown")
+        .annotate(
+            markdown_head=Substr("markdown", 1, MARKDOWN_PREVIEW_CHARS + 1),
+            markdown_length=Length("markdown"),
+        ),
+        pk=pk,
+    )
     active = document.status in services.ACTIVE_STATES
     if request.htmx.target == "document-status":
         if active:
@@ -284,13 +308,30 @@ def document_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     context = {"document": document, "chunks": chunks, "active": active}
     if request.htmx.target == "chunk-list":
         return render(request, f"{DETAIL_TEMPLATE}#chunk-list", context)
-    markdown = document.markdown
     context |= {
-        "markdown_html": render_markdown(markdown[:MARKDOWN_PREVIEW_CHARS]),
-        "markdown_truncated": len(markdown) > MARKDOWN_PREVIEW_CHARS,
-        "markdown_preview_chars": MARKDOWN_PREVIEW_CHARS,
+        "markdown_html": render_markdown(_preview(document.markdown_head)),
+        "markdown_truncated": document.markdown_length > MARKDOWN_PREVIEW_CHARS,
+        "markdown_length": document.markdown_length,
     }
     return render(request, DETAIL_TEMPLATE, context)
+
+
+@login_required
+@require_GET
+def document_download(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """The original uploaded file, under the name it was uploaded with; only its owner's session gets it."""
+    document = get_object_or_404(_owned(request).defer("markdown"), pk=pk)
+    if not document.file:
+        raise Http404("This document has no stored file.")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError:
+        raise Http404("The file is missing from storage.") from None
+    name = document.original_name or document.file.name.rsplit("/", 1)[-1]
+    response = FileResponse(handle, as_attachment=True, filename=name)
+    # Served from our origin: an HTML or SVG upload must not run as a page of this site if opened directly.
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
 
 
 # --- the retrieval test ----------------------------------------------------------------------------------------

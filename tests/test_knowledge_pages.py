@@ -748,3 +748,84 @@ def test_pages_need_a_login(client):
     response = client.post(reverse("document_upload"), {"files": [md_file()]})
     assert response.status_code == 302
     assert not Document.objects.exists()
+
+
+# --- large documents: the list never reads the Markdown, the page previews it ------------------------------------
+
+MARKDOWN_COLUMN = '"knowledge_document"."markdown"'
+
+
+def test_the_library_and_its_rows_never_select_the_markdown_column(logged_in, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    big = make_document(user, title="big", markdown="# Big\n\n" + "word " * 400_000)
+    add_chunks(big, 3)
+    with CaptureQueriesContext(connection) as library_queries:
+        page = logged_in.get(reverse("library"))
+        rows = table(logged_in)
+        row = logged_in.get(reverse("document_row", args=[big.pk]), **row_htmx(big))
+    assert (page.status_code, rows.status_code, row.status_code) == (200, 200, 200)
+    assert [document.chunk_count for document in page.context["page"]] == [3]
+    document_queries = [q["sql"] for q in library_queries.captured_queries if "knowledge_document" in q["sql"]]
+    assert document_queries
+    assert not [sql for sql in document_queries if MARKDOWN_COLUMN in sql]
+
+
+def test_detail_previews_the_start_of_a_long_document_and_reads_only_that_much(logged_in, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    paragraphs = [f"Paragraph {i} says something about part {i}." for i in range(4000)]
+    markdown = "# Long\n\n" + "\n\n".join(paragraphs)
+    document = make_document(user, title="long", markdown=markdown)
+    add_chunks(document, 60)
+    with CaptureQueriesContext(connection) as queries:
+        response = logged_in.get(reverse("document_detail", args=[document.pk]))
+    assert response.status_code == 200
+    body = article(response.text)
+    assert "<h1>Long</h1>" in body and "<p>Paragraph 0 says something about part 0.</p>" in body
+    assert "Paragraph 3999" not in response.text and "Paragraph 200 " not in body
+    assert len(body) < 5_000
+    assert f"({len(markdown)} characters in all)" in response.text
+    assert '<a href="#chunks-heading">Show more' in response.text
+    assert "Chunks 1–50 of 60" in response.text
+    # The whole column never leaves the database: only a SUBSTR of it and its LENGTH.
+    for query in queries.captured_queries:
+        sql = query["sql"].replace(f"SUBSTR({MARKDOWN_COLUMN}", "").replace(f"LENGTH({MARKDOWN_COLUMN}", "")
+        assert MARKDOWN_COLUMN not in sql
+
+
+def test_a_short_document_is_shown_whole_without_show_more(logged_in, user):
+    document = make_document(user, title="short", markdown="# Short\n\nAll of it.")
+    response = logged_in.get(reverse("document_detail", args=[document.pk]))
+    assert "<p>All of it.</p>" in article(response.text)
+    assert "Show more" not in response.text
+
+
+def test_a_preview_cut_inside_a_code_fence_closes_it(logged_in, user):
+    markdown = "# Code\n\n```\n" + "\n".join(f"line {i}" for i in range(2000)) + "\n```\n\nAfter the code."
+    document = make_document(user, title="code", markdown=markdown)
+    body = article(logged_in.get(reverse("document_detail", args=[document.pk])).text)
+    assert body.count("<pre><code>") == 1 and "</code></pre>" in body
+    assert "After the code." not in body
+
+
+def test_the_owner_downloads_the_original_file_and_others_get_404(logged_in, user, other_user):
+    accepted = document_create(user=user, file=md_file("guide.md"), background=True)
+    document = accepted.document
+    url = reverse("document_download", args=[document.pk])
+    detail = logged_in.get(reverse("document_detail", args=[document.pk]))
+    assert f'href="{url}" download>Download guide.md</a>' in detail.text
+    response = logged_in.get(url)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == GUIDE.encode()
+    assert response["Content-Disposition"] == 'attachment; filename="guide.md"'
+    assert response["Content-Security-Policy"] == "default-src 'none'; sandbox"
+    other = Client()
+    other.force_login(other_user)
+    assert other.get(url).status_code == 404
+    assert Client().get(url).status_code == 302  # anonymous: to the log-in page
+    assert logged_in.post(url).status_code == 405
+    fileless = make_document(user, title="fileless")
+    assert logged_in.get(reverse("document_download", args=[fileless.pk])).status_code == 404
