@@ -1,10 +1,12 @@
 from django.urls import path
 
-from memories import views
+from memories import bulk_views, views
 
 urlpatterns = [
     path("", views.memory_list, name="memory_list"),
     path("bulk-delete/", views.memories_bulk_delete, name="memories_bulk_delete"),
+    path("bulk/", bulk_views.memories_bulk, name="memories_bulk"),
+    path("bulk/undo/", bulk_views.memories_bulk_undo, name="memories_bulk_undo"),
     path("forget/", views.memories_forget, name="memories_forget"),
     path("review/", views.review, name="memory_review"),
     path("review/find/", views.review_find, name="memory_review_find"),

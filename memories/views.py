@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents.models import AgentSession
 from core.querystrings import clean_query
-from memories import cleaning, services
+from memories import bulk, cleaning, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
@@ -78,28 +78,41 @@ class KeysetPage:
     memories: list[Memory]
     older: Cursor | None  # the cursor for "Older →", when there are older rows
     newer: Cursor | None  # the cursor for "← Newer", when there are newer rows
+    total: int | None = None  # every memory the filter matches (listing.count_matching)
+    number: int | None = None  # the page number, when known (page 1, or a ?page= link)
+    size: int = PAGE_SIZE
+
+    @property
+    def num_pages(self) -> int:
+        return max(1, -(-(self.total or 0) // self.size))
+
+    @property
+    def links(self) -> list[int | None]:
+        return listing.page_links(self.number, self.num_pages)
 
 
-def keyset_page(memories: QuerySet, *, before: Cursor | None, after: Cursor | None) -> KeysetPage:
-    """At most two queries: the page itself (PAGE_SIZE + 1 rows) and an EXISTS for the other direction."""
+def keyset_page(
+    memories: QuerySet, *, before: Cursor | None, after: Cursor | None, size: int = PAGE_SIZE
+) -> KeysetPage:
+    """At most two queries: the page itself (size + 1 rows) and an EXISTS for the other direction."""
     if after is not None:
-        rows = list(memories.filter(after.newer()).order_by("created_at", "id")[: PAGE_SIZE + 1])
-        if len(rows) > PAGE_SIZE:
-            rows = rows[:PAGE_SIZE][::-1]
+        rows = list(memories.filter(after.newer()).order_by("created_at", "id")[: size + 1])
+        if len(rows) > size:
+            rows = rows[:size][::-1]
             older = memories.filter(Cursor.of(rows[-1]).older()).exists()
-            return KeysetPage(rows, Cursor.of(rows[-1]) if older else None, Cursor.of(rows[0]))
+            return KeysetPage(rows, Cursor.of(rows[-1]) if older else None, Cursor.of(rows[0]), size=size)
         before = None  # back at the newest rows: show a full first page rather than a short one
     newest_first = memories.order_by("-created_at", "-id")
     if before is not None:
         newest_first = newest_first.filter(before.older())
-    rows = list(newest_first[: PAGE_SIZE + 1])
-    older = Cursor.of(rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
-    rows = rows[:PAGE_SIZE]
+    rows = list(newest_first[: size + 1])
+    older = Cursor.of(rows[size - 1]) if len(rows) > size else None
+    rows = rows[:size]
     newer = None
     if before is not None:
         anchor = Cursor.of(rows[0]) if rows else before
         newer = anchor if memories.filter(anchor.newer()).exists() else None
-    return KeysetPage(rows, older, newer)
+    return KeysetPage(rows, older, newer, size=size, number=None if before is not None else 1)
 
 
 # --- the browser -------------------------------------------------------------------------------------------
@@ -115,12 +128,15 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
         "form": form,
         "filters": filters,
         "types": MemoryType.choices,
-        "query": clean_query(request.GET, "before", "after"),
+        "query": clean_query(request.GET, "before", "after", "page"),
         "notice": notice,
         "forget_form": ForgetForm(),
         "hits": None,
         "page": None,
         "score_parts": SCORE_PARTS,
+        "bulk_actions": bulk.ACTIONS.items(),
+        "page_sizes": listing.PAGE_SIZES,
+        "selected": set(),
     }
     session = None
     if "session" in filters:
@@ -142,11 +158,20 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
         )
         high = filters.get("max_importance")
         context["hits"] = [hit for hit in result.hits if high is None or hit.memory.importance <= high]
+        listing.attach_entities([hit.memory for hit in context["hits"]])
         archived_note = "Search covers active memories only; archived ones are left out."
         context["search_notice"] = " ".join(
             text for text in (result.notice, archived_note if filters.get("archived") else "") if text
         )
         return context
+    memories = filtered_memories(user, filters, session=session, start=start, end=end)
+    context["page"] = listing.memory_page(memories, request.GET)
+    listing.attach_entities(context["page"].memories)
+    return context
+
+
+def filtered_memories(user, filters: dict, *, session: AgentSession | None, start, end) -> QuerySet:
+    """The browser's (non-search) filters as one QuerySet of `user`'s memories; bulk "all matching" reads it."""
     memories = Memory.objects.for_user(user).select_related("session")
     if "type" in filters:
         memories = memories.filter(memory_type=filters["type"])
@@ -160,13 +185,7 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
         memories = memories.filter(created_at__gte=start)
     if end:
         memories = memories.filter(created_at__lte=end)
-    memories = (
-        memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
-    )
-    context["page"] = keyset_page(
-        memories, before=Cursor.parse(request.GET.get("before")), after=Cursor.parse(request.GET.get("after"))
-    )
-    return context
+    return memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
 
 
 def _render_table(request: HttpRequest, context: dict) -> HttpResponse:

@@ -1,0 +1,297 @@
+"""Bulk curation from the memory browser: one action over many memories of one user, and its undo.
+
+Each action is a service: atomic, keyword-only, scoped to `user` (another user's ids change nothing), recording a
+MemoryEdit per changed memory and mirroring the vectors once for the whole batch after the commit — one embedding
+call for a thousand rows instead of a thousand calls. Each returns an `Undo`: what the action changed, as JSON the
+browser's session can hold, which `bulk_undo` puts back through the same services.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core import serializers
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from agents.models import AgentSession, ChatMessage
+from core.limits import InputRejected
+from core.models import MirrorState
+from knowledge.models import Document
+from memories import curation, services
+from memories.models import EditVia, Memory, MemoryEdit, MemoryType
+
+MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 50
+ACTIONS = {
+    "archive": "Archive",
+    "restore": "Restore",
+    "delete": "Delete",
+    "set_type": "Change type to…",
+    "set_importance": "Set importance to…",
+    "add_tags": "Add tags…",
+    "remove_tags": "Remove tags…",
+}
+FIELD_ACTIONS = ("archive", "restore", "set_importance", "add_tags", "remove_tags")
+
+
+class BulkError(InputRejected):
+    """Input a bulk action cannot take; the message is shown to the user as it is."""
+
+
+@dataclass
+class Undo:
+    """What one bulk action changed: `kind` says how to put it back, `data` is JSON."""
+
+    kind: str  # "fields" ({pk: {field: old}}), "types" ({pk: old type}) or "delete" (a serialized snapshot)
+    label: str  # "Archived 12 memories", shown beside the Undo button
+    data: Any = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "label": self.label, "data": self.data}
+
+    @classmethod
+    def from_json(cls, value: object) -> Undo | None:
+        if not isinstance(value, dict) or value.get("kind") not in ("fields", "types", "delete"):
+            return None
+        return cls(value["kind"], str(value.get("label", "")), value.get("data"))
+
+
+def _plural(count: int) -> str:
+    return f"{count:,} {'memory' if count == 1 else 'memories'}"
+
+
+def parse_value(action: str, raw: str) -> Any:
+    """The action's argument from the form, checked; raises BulkError with a readable message."""
+    raw = (raw or "").strip()
+    if action not in ACTIONS:
+        raise BulkError("Choose an action for the selected memories.")
+    if action == "set_type":
+        if raw not in MemoryType.values:
+            raise BulkError(f"Choose a memory type: {', '.join(MemoryType.values)}.")
+        return raw
+    if action == "set_importance":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise BulkError("Importance must be a number between 0 and 1.") from None
+        if not 0 <= value <= 1:
+            raise BulkError(f"Importance must be between 0 and 1 (got {raw}).")
+        return value
+    if action in ("add_tags", "remove_tags"):
+        tags = list(dict.fromkeys(tag.strip() for tag in raw.split(",") if tag.strip()))
+        if not tags:
+            raise BulkError("Give one or more tags, separated by commas.")
+        if len(tags) > MAX_TAGS or any(len(tag) > MAX_TAG_LENGTH for tag in tags):
+            raise BulkError(f"At most {MAX_TAGS} tags of at most {MAX_TAG_LENGTH} characters each.")
+        return tags
+    return None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def _new_values(memory: Memory, action: str, value: Any, now: datetime) -> dict[str, Any]:
+    if action == "archive":
+        return {} if memory.archived_at else {"archived_at": now}
+    if action == "restore":
+        return {"archived_at": None} if memory.archived_at else {}
+    if action == "set_importance":
+        return {} if memory.importance == value else {"importance": value}
+    tags = list(memory.tags) if isinstance(memory.tags, list) else []
+    if action == "add_tags":
+        new = tags + [tag for tag in value if tag not in tags]
+    else:
+        new = [tag for tag in tags if tag not in value]
+    return {} if new == tags else {"tags": new}
+
+
+def _stored(name: str, value: Any) -> Any:
+    """A field's value as JSON (datetimes as ISO text), for the edit record and the undo."""
+    return _iso(value) if name == "archived_at" else value
+
+
+def _loaded(name: str, value: Any) -> Any:
+    return parse_datetime(value) if name == "archived_at" and value else value
+
+
+@transaction.atomic
+def memories_set_fields(
+    *, user: AbstractBaseUser, values: dict[Any, dict[str, Any]], editor: AbstractBaseUser | None, via: str
+) -> dict[str, dict[str, Any]]:
+    """Set archived_at, importance or tags per memory ({pk: {field: value}}) of `user`'s memories; record an
+    edit for each changed memory; mirror them once. Returns the old values of what changed, as JSON."""
+    memories = Memory.objects.select_for_update().filter(user=user, pk__in=list(values))
+    now = timezone.now()
+    changed, edits, before = [], [], {}
+    for memory in memories:
+        diff = {}
+        for name, new in values[memory.pk if memory.pk in values else str(memory.pk)].items():
+            if name not in ("archived_at", "importance", "tags"):
+                raise BulkError(f"A bulk action cannot change {name}.")
+            old = getattr(memory, name)
+            if old != new:
+                diff[name] = [_stored(name, old), _stored(name, new)]
+                setattr(memory, name, new)
+        if not diff:
+            continue
+        memory.mirror_state = MirrorState.PENDING
+        memory.updated_at = now
+        changed.append(memory)
+        edits.append(MemoryEdit(memory=memory, editor=editor, via=via, changes=diff, created_at=now))
+        before[str(memory.pk)] = {name: pair[0] for name, pair in diff.items()}
+    fields = sorted({name for pks in before.values() for name in pks})
+    # bulk_update sends no save signal; the explicit mirror below is the one that syncs these rows.
+    Memory.objects.bulk_update(changed, [*fields, "mirror_state", "updated_at"], batch_size=500)
+    MemoryEdit.objects.bulk_create(edits)
+    services._mirror_on_commit(before)
+    return before
+
+
+def memories_set_type(
+    *, user: AbstractBaseUser, memory_types: dict[Any, str], editor: AbstractBaseUser | None, via: str
+) -> dict[str, str]:
+    """Change each memory's type through memory_update, which also resets the working-memory TTL, re-indexes
+    facts and re-links entities. Returns the old type of each changed memory."""
+    before = {}
+    with transaction.atomic():
+        for memory in Memory.objects.filter(user=user, pk__in=list(memory_types)):
+            new = memory_types.get(memory.pk) or memory_types.get(str(memory.pk))
+            if new and new != memory.memory_type:
+                before[str(memory.pk)] = memory.memory_type
+                services.memory_update(memory=memory, via=via, editor=editor, memory_type=new)
+    return before
+
+
+def _snapshot(user: AbstractBaseUser, ids: list[Any]) -> list[dict]:
+    """The rows as JSON-ready dicts. Not the "json" serializer: it cuts datetimes to milliseconds, and the
+    browser's keyset pages order by created_at to the microsecond."""
+    memories = list(Memory.objects.filter(user=user, pk__in=ids))
+    edits = list(MemoryEdit.objects.filter(memory__in=memories))
+    rows = serializers.serialize("python", [*memories, *edits])
+    return json.loads(json.dumps(rows, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))
+
+
+@transaction.atomic
+def memories_undelete(*, user: AbstractBaseUser, snapshot: list[dict], editor: AbstractBaseUser | None) -> int:
+    """Put deleted memories back from a `_snapshot` with their ids, content and edit history; entities are
+    linked again by extraction, facts re-indexed, and the vectors mirrored. Rows whose id exists again are left
+    alone; links to sessions, messages, documents or memories deleted since are dropped."""
+    objects = list(serializers.deserialize("python", snapshot))
+    memories = [o.object for o in objects if isinstance(o.object, Memory) and o.object.user_id == user.pk]
+    existing = set(Memory.objects.filter(pk__in=[m.pk for m in memories]).values_list("pk", flat=True))
+    memories = [m for m in memories if m.pk not in existing]
+    restored = {m.pk for m in memories}
+    alive = {
+        "session_id": set(
+            AgentSession.objects.filter(pk__in=[m.session_id for m in memories]).values_list("pk", flat=True)
+        ),
+        "source_message_id": set(
+            ChatMessage.objects.filter(pk__in=[m.source_message_id for m in memories]).values_list(
+                "pk", flat=True
+            )
+        ),
+        "source_document_id": set(
+            Document.objects.filter(pk__in=[m.source_document_id for m in memories]).values_list(
+                "pk", flat=True
+            )
+        ),
+        "superseded_by_id": restored
+        | set(
+            Memory.objects.filter(pk__in=[m.superseded_by_id for m in memories]).values_list("pk", flat=True)
+        ),
+    }
+    for memory in memories:
+        for name, ids in alive.items():
+            if getattr(memory, name) is not None and getattr(memory, name) not in ids:
+                setattr(memory, name, None)
+        memory.mirror_state = MirrorState.PENDING
+    # Rows that name each other (superseded_by) go in first without the link, then get it back.
+    links = {m.pk: m.superseded_by_id for m in memories}
+    for memory in memories:
+        memory.superseded_by_id = None
+    Memory.objects.bulk_create(memories)
+    for memory in memories:
+        memory.superseded_by_id = links[memory.pk]
+    Memory.objects.bulk_update([m for m in memories if m.superseded_by_id], ["superseded_by"])
+    edits = [o.object for o in objects if isinstance(o.object, MemoryEdit) and o.object.memory_id in restored]
+    for edit in edits:
+        edit.pk = None
+    now = timezone.now()
+    edits += [
+        MemoryEdit(
+            memory=m,
+            editor=editor,
+            via=EditVia.PAGE,
+            changes={"deleted": [True, False]},
+            reason="Undo of a bulk delete.",
+            created_at=now,
+        )
+        for m in memories
+    ]
+    MemoryEdit.objects.bulk_create(edits)
+    services._index_facts(curation.Curator(user), memories)
+    for memory in memories:
+        if memory.memory_type in services.GRAPH_TYPES:
+            services.link_entities(memory)
+    services._mirror_on_commit([m.pk for m in memories])
+    return len(memories)
+
+
+def _done(action: str, value: Any) -> str:
+    if action == "set_type":
+        return f"Changed to {value}"
+    if action == "set_importance":
+        return f"Set importance {value:.2f} on"
+    if action == "add_tags":
+        return f"Tagged {', '.join(value)} on"
+    if action == "remove_tags":
+        return f"Removed tags {', '.join(value)} from"
+    return {"archive": "Archived", "restore": "Restored", "delete": "Deleted"}[action]
+
+
+def bulk_apply(
+    *, user: AbstractBaseUser, memory_ids: list[Any], action: str, value: Any, editor: AbstractBaseUser | None
+) -> tuple[int, Undo]:
+    """Run one checked action (see parse_value) over `user`'s memories among `memory_ids`."""
+    if not memory_ids:
+        raise BulkError("Select at least one memory first.")
+    if len(memory_ids) > MAX_BULK:
+        raise BulkError(
+            f"{len(memory_ids):,} memories selected; one bulk action takes at most {MAX_BULK:,}. "
+            "Narrow the filter and try again."
+        )
+    memories = Memory.objects.filter(user=user, pk__in=memory_ids)
+    done = _done(action, value)
+    if action == "delete":
+        snapshot = _snapshot(user, memory_ids)
+        count = services.memories_delete(user=user, memory_ids=memory_ids)
+        return count, Undo("delete", f"{done} {_plural(count)}", snapshot)
+    if action == "set_type":
+        before = memories_set_type(
+            user=user, memory_types={pk: value for pk in memory_ids}, editor=editor, via=EditVia.PAGE
+        )
+        return len(before), Undo("types", f"{done}: {_plural(len(before))}", before)
+    now = timezone.now()
+    values = {memory.pk: _new_values(memory, action, value, now) for memory in memories}
+    before = memories_set_fields(user=user, values=values, editor=editor, via=EditVia.PAGE)
+    return len(before), Undo("fields", f"{done} {_plural(len(before))}", before)
+
+
+def bulk_undo(*, user: AbstractBaseUser, undo: Undo, editor: AbstractBaseUser | None) -> int:
+    """Put back what one bulk action changed, through the same services (so the undo is itself recorded)."""
+    if undo.kind == "delete":
+        return memories_undelete(user=user, snapshot=undo.data, editor=editor)
+    if undo.kind == "types":
+        return len(memories_set_type(user=user, memory_types=undo.data, editor=editor, via=EditVia.PAGE))
+    values = {
+        pk: {name: _loaded(name, old) for name, old in fields.items()} for pk, fields in undo.data.items()
+    }
+    return len(memories_set_fields(user=user, values=values, editor=editor, via=EditVia.PAGE))

@@ -1,0 +1,95 @@
+"""The memory browser's bulk actions and their undo: parse the selection, call memories.bulk, show the table.
+
+The selection is the ticked rows (`ids`) or, with `scope=all`, every memory the filter in the action's query
+string matches. Either way it is read from request.user's memories only. The last action's undo record lives in
+the session under UNDO_KEY; the table shows an Undo button while it is there.
+"""
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.forms import Form
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+
+from agents.models import AgentSession
+from memories import bulk
+from memories.forms import MemoryFilterForm, day_bounds
+from memories.views import _back_to_list, _browse, _render_table, filtered_memories
+
+UNDO_KEY = "memory_bulk_undo"
+VALUE_FIELDS = {"set_type": "type_value", "set_importance": "importance_value", "add_tags": "tags_value"}
+VALUE_FIELDS["remove_tags"] = "tags_value"
+
+
+def _all_matching(request: HttpRequest) -> list:
+    """The ids of every memory the list's filter (the query string) matches; a search matches its hits only,
+    which the page holds, so "all" then means the ticked rows."""
+    form: Form = MemoryFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters
+    if "q" in filters:
+        raise bulk.BulkError("“All matching” does not apply to a search: tick the results instead.")
+    session = None
+    if "session" in filters:
+        session = AgentSession.objects.for_user(request.user).filter(key=filters["session"].strip()).first()
+        if session is None:
+            return []
+    start, end = day_bounds(filters.get("date_from"), filters.get("date_to"))
+    memories = filtered_memories(request.user, filters, session=session, start=start, end=end)
+    # One more than the limit is enough to refuse a selection that is too big without reading it all.
+    return list(memories.values_list("pk", flat=True)[: bulk.MAX_BULK + 1])
+
+
+def _ticked(request: HttpRequest) -> list[uuid.UUID]:
+    ids = []
+    for value in request.POST.getlist("ids"):
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return ids
+
+
+def _respond(
+    request: HttpRequest, notice: str, *, status: int = 200, keep: list | None = None
+) -> HttpResponse:
+    if request.htmx:
+        context = _browse(request, notice=notice)
+        context["selected"] = {str(pk) for pk in keep or []}
+        response = _render_table(request, context)
+        response.status_code = status
+        return response
+    (messages.info if status == 200 else messages.error)(request, notice)
+    return _back_to_list(request)
+
+
+@login_required
+@require_POST
+def memories_bulk(request: HttpRequest) -> HttpResponse:
+    action = request.POST.get("action", "")
+    ticked = _ticked(request)
+    try:
+        value = bulk.parse_value(action, request.POST.get(VALUE_FIELDS.get(action, ""), ""))
+        ids = _all_matching(request) if request.POST.get("scope") == "all" else ticked
+        count, undo = bulk.bulk_apply(
+            user=request.user, memory_ids=ids, action=action, value=value, editor=request.user
+        )
+    except bulk.BulkError as exc:
+        # Nothing changed; the table comes back with the same rows still ticked.
+        return _respond(request, f"Nothing was changed. {exc}", status=422, keep=ticked)
+    request.session[UNDO_KEY] = undo.as_json()
+    return _respond(
+        request, f"{undo.label}." if count else "Nothing to change: the selection already was so."
+    )
+
+
+@login_required
+@require_POST
+def memories_bulk_undo(request: HttpRequest) -> HttpResponse:
+    undo = bulk.Undo.from_json(request.session.pop(UNDO_KEY, None))
+    if undo is None:
+        return _respond(request, "There is no bulk action to undo.", status=422)
+    count = bulk.bulk_undo(user=request.user, undo=undo, editor=request.user)
+    return _respond(request, f"Undone: {undo.label} ({bulk._plural(count)} put back).")
