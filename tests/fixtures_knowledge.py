@@ -80,6 +80,62 @@ def make_pdf(folder: Path, name: str = "report.pdf", lines: list[str] | None = N
     return path
 
 
+# What some PDF producers write for common characters: CJK radicals (Kangxi block) that look the same.
+KANGXI_LOOKALIKES = {"\u2f47": "日", "\u2f49": "月", "\u2faf": "面", "\u2f1d": "口"}
+# Reads 审计日志记录了每一次变更：月度报告、面向用户的接口。
+KANGXI_LINE = "审计\u2f47志记录了每一次变更：\u2f49度报告、\u2faf向用户的接\u2f1d。"
+
+
+def make_kangxi_pdf(folder: Path, name: str = "audit.pdf") -> Path:
+    """A PDF whose extracted text holds Kangxi radicals (U+2F47 ⽇, U+2F49 ⽉, U+2FAF ⾯, U+2F1D ⼝) for 日月面口.
+
+    Drawing U+2F47 with STSong-Light alone is not enough: the reader maps the glyph back through Adobe-GB1 and
+    gets 日. Real files carry a ToUnicode CMap that names the radical instead, so this font writes one: every CID
+    on the page maps to the character that was drawn. pdfminer (under MarkItDown) looks ToUnicode up by CID.
+    """
+    from pdfminer.cmapdb import CMapDB
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfbase.pdfdoc import PDFStream
+    from reportlab.pdfgen import canvas
+
+    encoding = CMapDB.get_cmap("UniGB-UCS2-H")
+    lines = ["Audit Log", KANGXI_LINE]
+    to_unicode = {}
+    for char in {char for line in lines for char in line if ord(char) > 0x2E80}:
+        (cid,) = encoding.decode(char.encode("utf-16-be"))
+        to_unicode[cid] = char
+    entries = "\n".join(f"<{cid:04X}> <{ord(char):04X}>" for cid, char in sorted(to_unicode.items()))
+    cmap = (
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
+        "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+        "/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n"
+        "1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n"
+        f"{len(to_unicode)} beginbfchar\n{entries}\nendbfchar\n"
+        "endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n"
+    )
+
+    class LookalikeFont(UnicodeCIDFont):
+        def addObjects(self, doc):
+            super().addObjects(doc)
+            font = doc.idToObject[doc.fontMapping[self.name][1:]]
+            font.dict["ToUnicode"] = doc.Reference(PDFStream(content=cmap.encode()))
+
+    font = LookalikeFont("STSong-Light")
+    font.name = font.fontName = "STSong-Light-Lookalikes"  # its own name: the plain font stays unchanged
+    pdfmetrics.registerFont(font)
+    path = folder / name
+    page = canvas.Canvas(str(path), pagesize=A4)
+    page.setTitle("Audit Log")
+    page.setFont("Helvetica", 12)
+    page.drawString(72, 780, lines[0])
+    page.setFont(font.name, 12)
+    page.drawString(72, 756, lines[1])
+    page.save()
+    return path
+
+
 def make_long_pdf(folder: Path, pages: int, lines_per_page: int = 1, name: str = "long.pdf") -> Path:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas

@@ -767,7 +767,9 @@ def test_the_library_and_its_rows_never_select_the_markdown_column(logged_in, us
         row = logged_in.get(reverse("document_row", args=[big.pk]), **row_htmx(big))
     assert (page.status_code, rows.status_code, row.status_code) == (200, 200, 200)
     assert [document.chunk_count for document in page.context["page"]] == [3]
-    document_queries = [q["sql"] for q in library_queries.captured_queries if "knowledge_document" in q["sql"]]
+    document_queries = [
+        q["sql"] for q in library_queries.captured_queries if "knowledge_document" in q["sql"]
+    ]
     assert document_queries
     assert not [sql for sql in document_queries if MARKDOWN_COLUMN in sql]
 
@@ -829,3 +831,21 @@ def test_the_owner_downloads_the_original_file_and_others_get_404(logged_in, use
     assert logged_in.post(url).status_code == 405
     fileless = make_document(user, title="fileless")
     assert logged_in.get(reverse("document_download", args=[fileless.pk])).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pdf_written_with_kangxi_lookalikes_is_found_by_what_people_type(logged_in, user, tmp_path):
+    from knowledge.search import search_chunks
+    from tests import fixtures_knowledge as fk
+
+    path = fk.make_kangxi_pdf(tmp_path)
+    accepted = document_create(user=user, file=SimpleUploadedFile("audit.pdf", path.read_bytes()))
+    document = Document.objects.get(pk=accepted.document.pk)
+    assert document.status == DocumentStatus.READY, document.error
+    hits = search_chunks(user=user, query="审计日志", limit=3).hits
+    assert hits and hits[0].chunk.document_id == document.pk
+    assert hits[0].scores["lexical"] > 0  # found by its words, not only by a nearby vector
+    assert "审计日志" in hits[0].chunk.text and "\u2f47" not in hits[0].chunk.text
+    page = logged_in.get(reverse("knowledge_search") + "?q=审计日志&limit=3")
+    assert page.status_code == 200
+    assert "审计日志记录了每一次变更" in page.text

@@ -23,6 +23,7 @@ from knowledge.pipeline import (
     safe_filename,
     split_paragraphs,
 )
+from knowledge.pipeline.convert import normalise_text
 from tests import fixtures_knowledge as fk
 
 
@@ -97,6 +98,48 @@ def test_every_format_converts_with_its_english_and_chinese_text(tmp_path, kind)
         assert "metadata" in converted.notice and "LLM" in converted.notice
     else:
         assert converted.notice == ""
+
+
+def test_a_pdf_with_kangxi_lookalikes_converts_to_the_characters_they_stand_for(tmp_path):
+    import pdfminer.high_level
+
+    path = fk.make_kangxi_pdf(tmp_path)
+    # The file really carries the look-alikes: a plain extraction reads U+2F47 and not 日.
+    raw = pdfminer.high_level.extract_text(str(path))
+    assert "审计\u2f47志" in raw and set(fk.KANGXI_LOOKALIKES) <= set(raw)
+    markdown = convert(path).markdown
+    assert "审计日志记录了每一次变更：月度报告、面向用户的接口。" in markdown
+    assert not set(fk.KANGXI_LOOKALIKES) & set(markdown)
+
+
+@pytest.mark.parametrize("kind", ["md", "txt", "html", "docx"])
+def test_every_converter_output_is_nfkc_normalised(tmp_path, kind):
+    text = "审计\u2f47志 ﬁle Ａ１ ﹤b﹥"
+    if kind == "md":
+        path = write(tmp_path, "a.md", f"# Notes\n\n{text}\n".encode())[0]
+        markdown = convert_to_markdown(path, filename="a.md").markdown
+    elif kind == "txt":
+        path = write(tmp_path, "a.txt", text.encode())[0]
+        markdown = convert_to_markdown(path, filename="a.txt").markdown
+    elif kind == "html":
+        path = fk.make_html(tmp_path, html=f"<html><body><p>{text}</p></body></html>")
+        markdown = convert(path).markdown
+    else:
+        from docx import Document
+
+        document = Document()
+        document.add_paragraph(text)
+        path = tmp_path / "a.docx"
+        document.save(path)
+        markdown = convert(path).markdown
+    assert "审计日志 file A1" in markdown
+    # NFKC makes "﹤b﹥" a tag; it is normalised before clean_markdown, which makes it inert text.
+    assert "\\<b>" in markdown
+
+
+def test_normalise_text_keeps_chinese_full_width_punctuation():
+    assert normalise_text("开发者，他说：“好！”（完）") == "开发者，他说：“好！”（完）"
+    assert normalise_text("\u2f47\u2f49\u2faf\u2f1d ＡＰＩ ｶﾞ") == "日月面口 API ガ"
 
 
 def test_every_supported_extension_has_a_maker_or_an_alias():

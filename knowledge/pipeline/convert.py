@@ -327,11 +327,11 @@ def convert_to_markdown(
         markdown, title = _markitdown(path, kind, name, llm)
         if kind == "pptx":
             markdown = re.sub(r"<!-- Slide number: \d+ -->\n?", "", markdown)
-    markdown = clean_markdown(markdown)
+    markdown = clean_markdown(normalise_text(markdown))
     if not re.search(r"\w", markdown):
         hint = ": it may be a scanned document, and there is no OCR here" if kind == "pdf" else ""
         raise ConversionError(f"No text could be extracted from {name}{hint}")
-    title = _one_line(title) or _first_heading(markdown) or name.rsplit(".", 1)[0]
+    title = normalise_text(_one_line(title)) or _first_heading(markdown) or name.rsplit(".", 1)[0]
     return Converted(markdown=markdown, kind=kind, title=title[:200], notice=notice)
 
 
@@ -529,6 +529,28 @@ _LINK = re.compile(
 _AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*)>")
 _REFERENCE = re.compile(r"^ {0,3}\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s.*)?$", re.MULTILINE)
 _SAFE_SCHEMES = frozenset({"", "http", "https", "mailto"})
+
+
+# Full-width punctuation is how Chinese text is written (，：；！？（）), not a variant of ASCII: NFKC would turn
+# "开发者，他" into "开发者,他". It is kept; everything else is NFKC-normalised.
+_FULLWIDTH_PUNCTUATION = re.compile(r"[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]+")
+
+
+def normalise_text(text: str) -> str:
+    """NFKC, so what a converter extracted is searchable by what a reader types.
+
+    PDFs often name CJK radicals (Kangxi block, U+2F00–U+2FD5) or compatibility ideographs for the common
+    characters they look like: "审计⽇志" (U+2F47) must be "审计日志", or neither the lexical index nor a reader's
+    query finds it. NFKC also undoes ligatures (ﬁ) and full-width letters and digits (Ａ１). It runs before
+    clean_markdown, so a character NFKC turns into markup ("﹤" into "<") is made inert like any other.
+    """
+    parts, position = [], 0
+    for kept in _FULLWIDTH_PUNCTUATION.finditer(text):
+        parts.append(unicodedata.normalize("NFKC", text[position : kept.start()]))
+        parts.append(kept.group(0))
+        position = kept.end()
+    parts.append(unicodedata.normalize("NFKC", text[position:]))
+    return "".join(parts)
 
 
 def clean_markdown(markdown: str) -> str:
