@@ -126,7 +126,7 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
     return Status(201, {"ids": [w.memory.pk for w in written], "actions": [w.action for w in written]})
 
 
-PERCEPTUAL_MODALITIES = {"image": "image/", "audio": "audio/", "video": "video/"}
+PERCEPTUAL_MODALITIES = services.PERCEPTUAL_MODALITIES
 
 
 @router.post("/perceptual", response={201: MemoryOut}, summary="Add a perceptual memory with its file")

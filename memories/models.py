@@ -82,6 +82,8 @@ class Memory(MirroredModel):
             models.Index(fields=["user", "-importance"], name="memory_user_importance"),
             models.Index(fields=["mirror_state"], name="memory_mirror_state"),
             models.Index(fields=["user", "content_hash"], name="memory_user_content_hash"),
+            # The dashboard's most and least retrieved memories.
+            models.Index(fields=["user", "access_count"], name="memory_user_access_count"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -138,6 +140,7 @@ class MemoryAccess(models.Model):
     api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
     session = models.ForeignKey("agents.AgentSession", on_delete=models.SET_NULL, null=True, blank=True)
     query = models.TextField(blank=True)
+    rank = models.PositiveSmallIntegerField(null=True, blank=True)  # 1 = the top result; None: before 0006
     score = models.FloatField(default=0)
     via = models.CharField(max_length=6, choices=EditVia)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

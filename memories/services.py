@@ -71,7 +71,13 @@ EDITABLE_FIELDS = (
     "outcome",
     "participants",
     "tags",
+    "session",
+    "expires_at",
 )
+# A perceptual file's modality, by the prefix of its content type; anything else is "text".
+PERCEPTUAL_MODALITIES = {"image": "image/", "audio": "audio/", "video": "video/"}
+# What an edit record may restore: the editable fields as they were, session by key and dates as ISO text.
+RESTORABLE_FIELDS = EDITABLE_FIELDS
 
 
 class MemoryRequestError(InputRejected):
@@ -174,11 +180,12 @@ def _new_memory(
     content = _validate(content, memory_type, importance)
     _check_detail({"metadata": metadata, **detail})
     content, detail, metadata = _screened(user, content, detail, metadata)
-    if created_at is not None and not EARLIEST_YEAR <= created_at.year <= LATEST_YEAR:
-        raise MemoryRequestError(
-            f"created_at must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {created_at.year})"
-        )
+    _check_year(created_at, "created_at")
     created_at = created_at or timezone.now()
+    expires_at = detail.pop("expires_at", None)
+    _check_year(expires_at, "expires_at")
+    if expires_at is None and memory_type == MemoryType.WORKING:
+        expires_at = created_at + WORKING_MEMORY_TTL
     tokens = count_tokens(content)
     if memory_type == MemoryType.WORKING and tokens > WORKING_MEMORY_TOKENS:
         raise MemoryRequestError(
@@ -195,9 +202,16 @@ def _new_memory(
         token_count=tokens,
         content_hash=fingerprint(content),
         created_at=created_at,
-        expires_at=created_at + WORKING_MEMORY_TTL if memory_type == MemoryType.WORKING else None,
+        expires_at=expires_at,
         **detail,
     )
+
+
+def _check_year(moment: datetime | None, name: str) -> None:
+    if moment is not None and not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
+        raise MemoryRequestError(
+            f"{name} must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {moment.year})"
+        )
 
 
 @dataclass(frozen=True)
@@ -658,9 +672,11 @@ def memory_update(
     via: str,
     editor: AbstractBaseUser | None = None,
     api_key: ApiKey | None = None,
+    reason: str = "",
     **changes: Any,
 ) -> Memory:
-    """Change fields of a memory and keep an edit record of each field's old and new value."""
+    """Change fields of a memory and keep an edit record of each field's old and new value (a session by its
+    key, a date as ISO text, so the record stays readable JSON after the session is gone)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise MemoryRequestError(
@@ -672,29 +688,32 @@ def memory_update(
     importance = changes.get("importance", memory.importance)
     changes["content"] = _validate(content, memory_type, importance)
     _check_detail(changes)
+    _check_year(changes.get("expires_at"), "expires_at")
     if "content" in changes and changes["content"] != memory.content:
         screened = privacy.screen_for(memory.user, changes["content"], "the edit")
         changes["content"] = screened.text
         if screened.findings:
             changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": screened.record()}
     diff = {
-        field: [getattr(memory, field), value]
+        field: [_recorded(getattr(memory, field)), _recorded(value)]
         for field, value in changes.items()
         if getattr(memory, field) != value
     }
     if not diff:
         return memory
-    for name, (_, new) in diff.items():
-        setattr(memory, name, new)
+    for name in diff:
+        setattr(memory, name, changes[name])
     if "content" in diff:
         memory.token_count = count_tokens(memory.content)
-    if "memory_type" in diff:
+    if "memory_type" in diff and "expires_at" not in changes:
         memory.expires_at = (
             timezone.now() + WORKING_MEMORY_TTL if memory.memory_type == MemoryType.WORKING else None
         )
     memory.mirror_state = MirrorState.PENDING
     _save_mirrored(memory)
-    MemoryEdit.objects.create(memory=memory, editor=editor, api_key=api_key, via=via, changes=diff)
+    MemoryEdit.objects.create(
+        memory=memory, editor=editor, api_key=api_key, via=via, changes=diff, reason=reason
+    )
     if "content" in diff or "memory_type" in diff:
         memory.facts.all().delete()  # what it states changed: index it again
         _index_facts(curation.Curator(memory.user), [memory])
@@ -702,6 +721,64 @@ def memory_update(
         link_entities(memory)
     _mirror_on_commit([memory.pk])
     return memory
+
+
+def _recorded(value: Any) -> Any:
+    """A field's value as an edit record keeps it: JSON, a session by its key and a date as ISO text."""
+    if isinstance(value, AgentSession):
+        return value.key
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def version_before(edit: MemoryEdit) -> dict[str, Any]:
+    """The restorable fields as they were just before `edit`: each field's old value in the earliest edit, from
+    `edit` on, that changed it (later edits are undone too). Values are as recorded (see _recorded)."""
+    newer_first = (
+        MemoryEdit.objects.filter(memory_id=edit.memory_id)
+        .filter(Q(created_at__gt=edit.created_at) | Q(created_at=edit.created_at, pk__gte=edit.pk))
+        .order_by("-created_at", "-pk")
+    )
+    version: dict[str, Any] = {}
+    for later in newer_first:
+        if not isinstance(later.changes, dict):
+            continue
+        for name, pair in later.changes.items():
+            if name in RESTORABLE_FIELDS and isinstance(pair, list) and len(pair) == 2:
+                version[name] = pair[0]
+    return version
+
+
+@transaction.atomic
+def memory_restore_version(
+    *, memory: Memory, edit: MemoryEdit, via: str, editor: AbstractBaseUser | None = None
+) -> Memory:
+    """Bring a memory back to how it read just before `edit`. The restore is an edit of its own, with the
+    reason, so it can be restored past in turn; the vector is re-mirrored when the text changes."""
+    if edit.memory_id != memory.pk:
+        raise MemoryRequestError("that edit belongs to another memory")
+    version = version_before(edit)
+    if not version:
+        raise MemoryRequestError("that edit changed nothing that can be restored (only archive or counts)")
+    if "session" in version:
+        key = version["session"]
+        version["session"] = session_for_key(user=memory.user, key=key) if key else None
+    if "expires_at" in version:
+        stamp = version["expires_at"]
+        version["expires_at"] = datetime.fromisoformat(stamp) if stamp else None
+    when = timezone.localtime(edit.created_at)
+    edits_before = memory.edits.count()
+    restored = memory_update(
+        memory=memory,
+        via=via,
+        editor=editor,
+        reason=f"restored the version from before the edit of {when:%Y-%m-%d %H:%M:%S}",
+        **version,
+    )
+    if restored.edits.count() == edits_before:
+        raise MemoryRequestError("the memory already reads like that version: there is nothing to restore")
+    return restored
 
 
 @transaction.atomic
@@ -861,7 +938,7 @@ def record_access(
     api_key: ApiKey | None = None,
     session: AgentSession | None = None,
 ) -> None:
-    """Log which memories a search returned, and bump their access counters."""
+    """Log which memories a search returned, best first (each with its rank), and bump their access counters."""
     if not memories:
         return
     now = timezone.now()
@@ -872,10 +949,11 @@ def record_access(
             api_key=api_key,
             session=session,
             query=query[:2000],
+            rank=rank,
             score=score,
             via=via,
         )
-        for memory, score in memories
+        for rank, (memory, score) in enumerate(memories, start=1)
     )
     # update() skips save signals on purpose: an access is not an edit and needs no re-mirroring.
     Memory.objects.filter(pk__in=[memory.pk for memory, _ in memories]).update(
@@ -899,6 +977,7 @@ __all__ = [
     "memory_bulk_create",
     "memory_create",
     "memory_reinstate",
+    "memory_restore_version",
     "memory_update",
     "memory_write",
     "memory_write_undo",
