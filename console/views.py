@@ -22,6 +22,7 @@ from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
+from memories.history import most_and_least_retrieved
 from memories.models import Entity, Memory
 from memories.profile import user_profile
 from memories.retrieval import search_memories
@@ -370,6 +371,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "recent": memories.select_related("session")[:8],
         "profile": user_profile(request.user, per_group=5),
     }
+    # Most and least retrieved memories (memories.history), each row a link to the memory.
+    context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(request.user)
     return render(request, "console/dashboard.html", context)
 
 

@@ -1,12 +1,14 @@
 """Forms of the memory pages: they only parse and check input; every write goes through memories.services."""
 
+import json
 from datetime import date, datetime, time, timedelta
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 
 from memories.models import Memory, MemoryType
-from memories.services import FORGET_STRATEGIES
+from memories.services import FORGET_STRATEGIES, PERCEPTUAL_MODALITIES
 
 
 class MemoryFilterForm(forms.Form):
@@ -101,3 +103,187 @@ class ForgetForm(forms.Form):
     )
     max_age_days = forms.FloatField(label="Older than (days)", min_value=0, initial=30)
     max_capacity = forms.IntegerField(label="Keep per type", min_value=0, initial=100)
+
+
+# --- authoring: the "Add memory" page and the full edit page ---------------------------------------------------
+
+DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
+# The fields both pages pass to the services as they are cleaned (content, session and expiry take a step more).
+PLAIN_FIELDS = ("memory_type", "importance", "metadata", "tags", "context", "outcome", "participants")
+
+
+def _names(text: str) -> list[str]:
+    """Comma-separated names (a Chinese comma too), trimmed, blanks and repeats dropped, order kept."""
+    return list(dict.fromkeys(name.strip() for name in text.replace("，", ",").split(",") if name.strip()))
+
+
+class MemoryFieldsForm(forms.Form):
+    """What the add and the edit page share: every field a person may set on a memory."""
+
+    memory_type = forms.ChoiceField(label="Type", choices=MemoryType.choices, initial=MemoryType.SEMANTIC)
+    content = forms.CharField(label="Content", required=False, widget=forms.Textarea(attrs={"rows": 4}))
+    importance = forms.FloatField(
+        label="Importance",
+        min_value=0,
+        max_value=1,
+        initial=0.5,
+        widget=forms.NumberInput(attrs={"step": "0.05"}),
+    )
+    session = forms.CharField(
+        label="Session",
+        required=False,
+        max_length=200,
+        help_text="A session key; a new key starts a session. Empty: none.",
+        widget=forms.TextInput(attrs={"list": "session-keys", "placeholder": "session key"}),
+    )
+    tags = forms.CharField(
+        label="Tags",
+        required=False,
+        help_text="Comma-separated.",
+        widget=forms.TextInput(attrs={"placeholder": "work, travel"}),
+    )
+    expires_at = forms.DateTimeField(
+        label="Expires",
+        required=False,
+        input_formats=[DATETIME_LOCAL, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+        help_text="Empty: never (working memory: two hours after it is written).",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=DATETIME_LOCAL),
+    )
+    metadata = forms.CharField(
+        label="Metadata (JSON)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"source": "notes"}', "spellcheck": "false"}),
+    )
+    context = forms.CharField(label="Context", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    outcome = forms.CharField(label="Outcome", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    participants = forms.CharField(label="Participants", required=False, help_text="Comma-separated.")
+
+    @property
+    def more_fields(self) -> list:
+        """The fields past content, importance and type: the edit page shows them below the inline row's."""
+        return [self[name] for name in self.fields if name not in ("content", "importance", "memory_type")]
+
+    def clean_tags(self) -> list[str]:
+        return _names(self.cleaned_data["tags"])
+
+    def clean_participants(self) -> list[str]:
+        return _names(self.cleaned_data["participants"])
+
+    def clean_metadata(self) -> dict:
+        text = self.cleaned_data["metadata"].strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(
+                f"Metadata is not valid JSON ({exc.msg} at line {exc.lineno})."
+            ) from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Metadata must be a JSON object, like {"source": "notes"}.')
+        return value
+
+    def clean_expires_at(self) -> datetime | None:
+        moment = self.cleaned_data["expires_at"]
+        # Only a newly chosen time must lie ahead: an expired memory can still be edited as it is.
+        if moment is not None and "expires_at" in self.changed_data and moment <= timezone.now():
+            raise forms.ValidationError("The expiry is in the past: choose a later time, or leave it empty.")
+        return moment
+
+
+class MemoryAddForm(MemoryFieldsForm):
+    field_order = ["memory_type", "content", "file"]
+
+    file = forms.FileField(
+        label="File",
+        required=False,
+        help_text="Perceptual memories: an image, audio or video file, or any other.",
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        memory_type, upload = cleaned.get("memory_type"), cleaned.get("file")
+        if upload is not None and memory_type != MemoryType.PERCEPTUAL:
+            self.add_error(
+                "file", "Only a perceptual memory keeps a file: choose that type, or remove the file."
+            )
+        elif upload is not None:
+            limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
+            if upload.size == 0:
+                self.add_error("file", "The file is empty.")
+            elif upload.size > limit:
+                self.add_error("file", f"The file is larger than {settings.MNEMO_MAX_UPLOAD_MB} MB.")
+        if not cleaned.get("content", "").strip() and not (memory_type == MemoryType.PERCEPTUAL and upload):
+            self.add_error(
+                "content",
+                "Write what to remember."
+                if memory_type != MemoryType.PERCEPTUAL
+                else "Describe it or add a file.",
+            )
+        return cleaned
+
+    def memory_fields(self) -> dict:
+        """memory_write's keyword arguments (all but the session, which the view looks up)."""
+        data = self.cleaned_data
+        fields = {name: data[name] for name in PLAIN_FIELDS}
+        fields["content"] = data["content"].strip()
+        if data["expires_at"] is not None:
+            fields["expires_at"] = data["expires_at"]
+        upload = data.get("file")
+        if upload is not None:
+            content_type = upload.content_type or ""
+            modality = next(
+                (name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)),
+                "text",
+            )
+            fields["metadata"] = {
+                **fields["metadata"],
+                "filename": upload.name,
+                "content_type": content_type,
+                "size": upload.size,
+            }
+            fields.update(
+                file=upload, modality=modality, content=fields["content"] or f"[{modality}] {upload.name}"
+            )
+        return fields
+
+
+class MemoryPageEditForm(MemoryFieldsForm):
+    """The edit page: every field, each starting at the memory's value."""
+
+    def __init__(self, *args, memory: Memory, **kwargs):
+        expires_at = memory.expires_at
+        kwargs.setdefault(
+            "initial",
+            {
+                "memory_type": memory.memory_type,
+                "content": memory.content,
+                "importance": memory.importance,
+                "session": memory.session.key if memory.session_id else "",
+                "tags": ", ".join(memory.tags),
+                # Minutes, as the browser's picker sends them back: seconds would count as a change on every save.
+                "expires_at": expires_at.replace(second=0, microsecond=0) if expires_at else None,
+                "metadata": json.dumps(memory.metadata, indent=2, ensure_ascii=False, sort_keys=True)
+                if memory.metadata
+                else "",
+                "context": memory.context,
+                "outcome": memory.outcome,
+                "participants": ", ".join(memory.participants),
+            },
+        )
+        super().__init__(*args, **kwargs)
+        self.memory = memory
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        if not content.strip():
+            raise forms.ValidationError("Content must not be empty.")
+        return content
+
+    def changes(self) -> dict:
+        """memory_update's keyword arguments (the session apart); the expiry only when it was changed."""
+        data = self.cleaned_data
+        fields = {name: data[name] for name in ("content", *PLAIN_FIELDS)}
+        if "expires_at" in self.changed_data:
+            fields["expires_at"] = data["expires_at"]
+        return fields

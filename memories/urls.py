@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories import bulk_views, views
+from memories import authoring_views, bulk_views, views
 
 urlpatterns = [
     path("", views.memory_list, name="memory_list"),
@@ -21,4 +21,13 @@ urlpatterns = [
     path("<uuid:pk>/restore/", views.memory_restore, name="memory_restore"),
     path("<uuid:pk>/reinstate/", views.memory_reinstate, name="memory_reinstate"),
     path("<uuid:pk>/delete/", views.memory_delete, name="memory_delete"),
+    # Authoring: add, the file of a perceptual memory, restore a version (memories.authoring_views).
+    path("add/", authoring_views.memory_add, name="memory_add"),
+    path("<uuid:pk>/file/", authoring_views.memory_file, name="memory_file"),
+    path("<uuid:pk>/image/", authoring_views.memory_image, name="memory_image"),
+    path(
+        "<uuid:pk>/history/<int:edit_pk>/restore/",
+        authoring_views.memory_restore_version,
+        name="memory_restore_version",
+    ),
 ]

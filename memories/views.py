@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents.models import AgentSession
 from core.querystrings import clean_query
-from memories import bulk, cleaning, listing, services
+from memories import authoring_views, bulk, cleaning, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
@@ -289,8 +289,11 @@ def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def memory_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
-    """Inline in the browser's row with htmx; a page of its own without JS (and from the detail page)."""
+    """Inline in the browser's row with htmx; a page of its own, with every field, without JS (and from the
+    detail page): memories.authoring_views.memory_edit_page."""
     memory = _memory(request, pk)
+    if not request.htmx:
+        return authoring_views.memory_edit_page(request, memory)
     form = MemoryEditForm(request.POST if request.method == "POST" else None, memory=memory)
     if form.is_valid():
         try:
@@ -300,16 +303,11 @@ def memory_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         except services.MemoryRequestError as exc:
             form.add_error(None, str(exc))
         else:
-            if request.htmx:
-                return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory, "saved": True})
-            messages.success(request, "Memory saved.")
-            return redirect("memory_detail", pk=memory.pk)
+            return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory, "saved": True})
     status = 422 if form.is_bound else 200
-    if request.htmx:
-        return render(
-            request, f"{LIST_TEMPLATE}#memory-row-form", {"memory": memory, "form": form}, status=status
-        )
-    return render(request, "memories/memory_edit.html", {"memory": memory, "form": form}, status=status)
+    return render(
+        request, f"{LIST_TEMPLATE}#memory-row-form", {"memory": memory, "form": form}, status=status
+    )
 
 
 def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> HttpResponse:
@@ -383,10 +381,13 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "metadata": json.dumps(memory.metadata, indent=2, ensure_ascii=False, sort_keys=True),
         "entity_links": memory.entity_links.select_related("entity").order_by("entity__name"),
         "edits": [
-            (edit, _change_rows(edit.changes)) for edit in memory.edits.select_related("editor", "api_key")
+            (edit, _change_rows(edit.changes), history.restorable(edit))
+            for edit in memory.edits.select_related("editor", "api_key")
         ],
         "is_expired": memory.expires_at is not None and memory.expires_at <= timezone.now(),
         "replaced": memory.supersedes.filter(user=request.user).order_by("-valid_to"),
+        "sources": history.provenance(memory),
+        "retrievals": history.retrievals(memory, request.GET.get("retrievals")),
     }
     return render(request, "memories/memory_detail.html", context)
 

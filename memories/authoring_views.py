@@ -1,0 +1,161 @@
+"""Authoring pages: add a memory of any type (a perceptual one with its file), edit every field of one, restore
+an earlier version from its history, and serve a perceptual memory's file to its owner's browser session.
+
+Every query starts from request.user, so another user's memory is a 404; every write goes through
+memories.services.
+"""
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from agents.models import AgentSession
+from memories import curation, services
+from memories.forms import MemoryAddForm, MemoryPageEditForm
+from memories.models import EditVia, Memory, MemoryEdit
+
+# Magic numbers of the raster images a browser shows safely. The upload's own content type is the client's
+# claim, so a file is shown inline only when its first bytes say it is one of these (never SVG or HTML).
+IMAGE_SIGNATURES = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+
+def image_type(head: bytes) -> str | None:
+    """The content type of a PNG, JPEG, GIF or WebP from its first 12 bytes, else None."""
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((kind for magic, kind in IMAGE_SIGNATURES.items() if head.startswith(magic)), None)
+
+
+def _memory(request: HttpRequest, pk: uuid.UUID) -> Memory:
+    return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
+
+
+def _session_keys(request: HttpRequest) -> list[str]:
+    return list(
+        AgentSession.objects.for_user(request.user).order_by("-started_at").values_list("key", flat=True)[:50]
+    )
+
+
+def _session(request: HttpRequest, key: str) -> AgentSession | None:
+    return services.session_for_key(user=request.user, key=key) if key else None
+
+
+ADDED = {
+    curation.ADD: "Memory added.",
+    curation.SUPERSEDE: "Memory added; it replaces an older value of the same fact.",
+    curation.DUPLICATE: "That memory was already stored: the repeat is counted on it.",
+    curation.MERGE: "That says the same as a stored memory: it was merged into it.",
+}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_add(request: HttpRequest) -> HttpResponse:
+    form = MemoryAddForm(request.POST or None, request.FILES or None)
+    if form.is_valid():
+        fields = form.memory_fields()
+        try:
+            # One transaction, so a refused memory leaves no new session behind.
+            with transaction.atomic():
+                written = services.memory_write(
+                    user=request.user,
+                    session=_session(request, form.cleaned_data["session"]),
+                    via=EditVia.PAGE,
+                    # A file is its own memory: curation would count it as a repeat of one with the same
+                    # description and drop the upload.
+                    curate="file" not in fields,
+                    **fields,
+                )
+        except services.MemoryRequestError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, ADDED.get(written.action, "Memory added."))
+            return redirect("memory_detail", pk=written.memory.pk)
+    status = 422 if form.is_bound else 200
+    context = {"form": form, "session_keys": _session_keys(request)}
+    return render(request, "memories/memory_add.html", context, status=status)
+
+
+def memory_edit_page(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """The edit page (memories.views.memory_edit hands over when the request is not htmx): every field."""
+    form = MemoryPageEditForm(request.POST if request.method == "POST" else None, memory=memory)
+    if form.is_valid():
+        try:
+            with transaction.atomic():
+                memory = services.memory_update(
+                    memory=memory,
+                    via=EditVia.PAGE,
+                    editor=request.user,
+                    session=_session(request, form.cleaned_data["session"]),
+                    **form.changes(),
+                )
+        except services.MemoryRequestError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "Memory saved.")
+            return redirect("memory_detail", pk=memory.pk)
+    status = 422 if form.is_bound else 200
+    context = {"memory": memory, "form": form, "session_keys": _session_keys(request)}
+    return render(request, "memories/memory_edit.html", context, status=status)
+
+
+@login_required
+@require_POST
+def memory_restore_version(request: HttpRequest, pk: uuid.UUID, edit_pk: int) -> HttpResponse:
+    memory = _memory(request, pk)
+    edit = get_object_or_404(MemoryEdit, pk=edit_pk, memory=memory)
+    try:
+        services.memory_restore_version(memory=memory, edit=edit, via=EditVia.PAGE, editor=request.user)
+    except services.MemoryRequestError as exc:
+        messages.error(request, f"Not restored: {exc}.")
+    else:
+        messages.success(request, "The earlier version is restored; the restore is in the history.")
+    return redirect("memory_detail", pk=memory.pk)
+
+
+def _open(memory: Memory):
+    if not memory.file:
+        raise Http404("This memory has no file.")
+    try:
+        return memory.file.open("rb")
+    except FileNotFoundError:
+        raise Http404("The file is missing from storage.") from None
+
+
+@login_required
+@require_GET
+def memory_file(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """Download a perceptual memory's file under its original name."""
+    memory = _memory(request, pk)
+    handle = _open(memory)
+    name = memory.metadata.get("filename") or memory.file.name.rsplit("/", 1)[-1]
+    response = FileResponse(handle, as_attachment=True, filename=name)
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+@login_required
+@require_GET
+def memory_image(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """The file shown inline on the detail page, only when its bytes are a PNG, JPEG, GIF or WebP image."""
+    memory = _memory(request, pk)
+    handle = _open(memory)
+    content_type = image_type(handle.read(12))
+    if content_type is None:
+        handle.close()
+        raise Http404("This file is not an image the page can show.")
+    handle.seek(0)
+    response = FileResponse(handle, content_type=content_type)
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
