@@ -754,3 +754,435 @@ def test_the_session_filter_offers_my_session_keys(logged_in, user, other_user):
     assert '<option value="mine-1"></option>' in html
     assert "theirs-1" not in html
     assert AgentSession.objects.count() == 2
+
+
+# --- authoring: add, edit every field, restore a version, the file of a perceptual memory ---------------------
+
+# A 1×1 PNG: the page shows it inline because its bytes say PNG, whatever the upload claimed.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2b3a4a70000000049454e44ae426082"
+)
+
+
+def add(client: Client, **fields):
+    data = {"memory_type": "semantic", "content": "", "importance": "0.5", **fields}
+    return client.post(reverse("memory_add"), data)
+
+
+def test_the_add_page_offers_every_type_and_field(logged_in, user):
+    session_for_key(user=user, key="trip-2026")
+    response = logged_in.get(reverse("memory_add"))
+    assert response.status_code == 200
+    html = response.text
+    assert 'enctype="multipart/form-data"' in html
+    for memory_type in ("working", "episodic", "semantic", "perceptual"):
+        assert f'<option value="{memory_type}"' in html
+    for name in (
+        "content",
+        "importance",
+        "session",
+        "tags",
+        "expires_at",
+        "metadata",
+        "file",
+        "participants",
+    ):
+        assert f'name="{name}"' in html
+    assert '<option value="trip-2026">' in html  # the session key list
+    assert 'src="/static/js/memory-form.js"' in html
+    assert f'href="{reverse("memory_add")}"' in logged_in.get(reverse("memory_list")).text
+
+
+@pytest.mark.parametrize("memory_type", ["working", "episodic", "semantic"])
+def test_add_a_memory_of_each_text_type_with_every_setting(logged_in, user, memory_type):
+    expires = (timezone.localtime() + timedelta(days=3)).replace(second=0, microsecond=0)
+    response = add(
+        logged_in,
+        memory_type=memory_type,
+        content=f"the {memory_type} note about Lisbon",
+        importance="0.8",
+        session="trip-2026",
+        tags="travel, work，travel",
+        expires_at=expires.strftime("%Y-%m-%dT%H:%M"),
+        metadata='{"source": "notes", "page": 3}',
+        context="planning the trip",
+        outcome="booked",
+        participants="Ana, Bo",
+    )
+    memory = Memory.objects.get(user=user)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("memory_detail", args=[memory.pk])
+    assert (memory.memory_type, memory.content, memory.importance) == (
+        memory_type,
+        f"the {memory_type} note about Lisbon",
+        0.8,
+    )
+    assert memory.session.key == "trip-2026"
+    assert memory.tags == ["travel", "work"]
+    assert memory.expires_at == expires
+    assert memory.metadata == {"source": "notes", "page": 3}
+    assert (memory.context, memory.outcome, memory.participants) == (
+        "planning the trip",
+        "booked",
+        ["Ana", "Bo"],
+    )
+    assert [source["via"] for source in memory.sources] == ["page"]
+    assert "Memory added." in logged_in.get(response["Location"]).text
+
+
+def test_a_working_memory_without_an_expiry_gets_the_two_hour_ttl(logged_in, user):
+    add(logged_in, memory_type="working", content="the kettle is on")
+    memory = Memory.objects.get(user=user)
+    assert timedelta(minutes=119) < memory.expires_at - memory.created_at <= timedelta(minutes=120)
+    add(logged_in, memory_type="semantic", content="tea needs 95 degrees")
+    assert Memory.objects.get(content="tea needs 95 degrees").expires_at is None
+
+
+def test_adding_a_repeat_counts_it_on_the_stored_memory(logged_in, user):
+    stored = memory_create(user=user, content="my cat is called Tom", memory_type="semantic")
+    response = add(logged_in, content="my cat is called Tom")
+    assert response["Location"] == reverse("memory_detail", args=[stored.pk])
+    stored.refresh_from_db()
+    assert (Memory.objects.count(), stored.seen_count) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"content": ""}, "Write what to remember."),
+        ({"content": "x", "metadata": "{not json"}, "Metadata is not valid JSON"),
+        ({"content": "x", "metadata": "[1, 2]"}, "Metadata must be a JSON object"),
+        ({"content": "x", "importance": "1.5"}, "less than or equal to 1"),
+        ({"content": "x", "expires_at": "2001-01-01T10:00"}, "The expiry is in the past"),
+        ({"content": "x", "memory_type": "dream"}, "Select a valid choice"),
+        ({"content": "x", "session": "s" * 201}, "at most 200 characters"),
+    ],
+)
+def test_bad_input_on_the_add_page_is_422_and_stores_nothing(logged_in, user, fields, message):
+    response = add(logged_in, **{"session": "new-session", **fields})
+    assert response.status_code == 422
+    assert escape(message) in response.text or message in response.text
+    assert 'role="alert"' in response.text
+    assert not Memory.objects.exists()
+    assert not AgentSession.objects.exists()
+
+
+def test_a_refused_memory_leaves_no_new_session_behind(logged_in, user):
+    # The service refuses over-long working memory after the session was looked up: one transaction undoes both.
+    response = add(logged_in, memory_type="working", content="word " * 3000, session="brand-new")
+    assert response.status_code == 422
+    assert "working memory holds at most" in response.text
+    assert not Memory.objects.exists() and not AgentSession.objects.exists()
+
+
+def _upload(client, *, name="cat.png", body=PNG, content_type="image/png", **fields):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile(name, body, content_type=content_type)
+    data = {"memory_type": "perceptual", "importance": "0.7", "content": "", "file": upload, **fields}
+    return client.post(reverse("memory_add"), data)
+
+
+def test_add_a_perceptual_image_then_see_and_download_it(logged_in, user, other_user, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    response = _upload(logged_in, content="my cat asleep on the sofa", session="photos")
+    memory = Memory.objects.get(user=user)
+    assert response.status_code == 302
+    assert (memory.memory_type, memory.modality, memory.session.key) == ("perceptual", "image", "photos")
+    assert memory.metadata == {"filename": "cat.png", "content_type": "image/png", "size": len(PNG)}
+    assert memory.file.read() == PNG
+
+    html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    image_url, file_url = reverse("memory_image", args=[memory.pk]), reverse("memory_file", args=[memory.pk])
+    assert f'<img class="memory-image" src="{image_url}" alt="my cat asleep on the sofa">' in html
+    assert f'href="{file_url}" download>Download cat.png</a>' in html
+
+    download = logged_in.get(file_url)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == PNG
+    assert download["Content-Disposition"] == 'attachment; filename="cat.png"'
+    shown = logged_in.get(image_url)
+    assert (shown.status_code, shown["Content-Type"]) == (200, "image/png")
+    assert "sandbox" in shown["Content-Security-Policy"]
+
+    mallory = Client()
+    mallory.force_login(other_user)
+    assert mallory.get(file_url).status_code == 404
+    assert mallory.get(image_url).status_code == 404
+    anonymous = Client().get(file_url)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+
+
+def test_a_perceptual_file_without_a_description_is_named_by_its_file(logged_in, user, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    _upload(logged_in, name="voice.ogg", body=b"OggS" + b"\0" * 40, content_type="audio/ogg")
+    memory = Memory.objects.get(user=user)
+    assert (memory.content, memory.modality) == ("[audio] voice.ogg", "audio")
+    html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    assert "memory-image" not in html and "Download voice.ogg" in html
+
+
+def test_a_file_that_only_claims_to_be_an_image_is_never_shown_inline(logged_in, user, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    _upload(logged_in, name="evil.png", body=b"<svg onload=alert(1)></svg>", content_type="image/png")
+    memory = Memory.objects.get(user=user)
+    assert logged_in.get(reverse("memory_image", args=[memory.pk])).status_code == 404
+    assert logged_in.get(reverse("memory_file", args=[memory.pk])).status_code == 200  # still downloadable
+
+
+def test_a_memory_without_a_file_has_no_file_url(logged_in, user):
+    memory = memory_create(user=user, content="plain text", memory_type="semantic")
+    assert logged_in.get(reverse("memory_file", args=[memory.pk])).status_code == 404
+    assert logged_in.get(reverse("memory_image", args=[memory.pk])).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"memory_type": "semantic", "content": "x"}, "Only a perceptual memory keeps a file"),
+        ({"body": b""}, "The submitted file is empty."),
+    ],
+)
+def test_a_bad_upload_is_422_and_stores_nothing(logged_in, user, settings, tmp_path, fields, message):
+    settings.MEDIA_ROOT = tmp_path
+    response = _upload(logged_in, **fields)
+    assert response.status_code == 422
+    assert message in response.text
+    assert "Choose the file again" in response.text
+    assert not Memory.objects.exists()
+
+
+def test_an_upload_over_the_limit_is_422(logged_in, user, settings, tmp_path):
+    settings.MEDIA_ROOT, settings.MNEMO_MAX_UPLOAD_MB = tmp_path, 1
+    response = _upload(logged_in, body=PNG + b"\0" * (1024 * 1024))
+    assert response.status_code == 422
+    assert "The file is larger than 1 MB." in response.text
+    assert not Memory.objects.exists()
+
+
+def test_the_edit_page_changes_metadata_session_tags_and_expiry(logged_in, user):
+    memory = memory_create(
+        user=user, content="the meeting is in Berlin", memory_type="episodic", metadata={"a": 1}
+    )
+    expires = (timezone.localtime() + timedelta(days=7)).replace(second=0, microsecond=0)
+    page = logged_in.get(reverse("memory_edit", args=[memory.pk]))
+    assert page.status_code == 200
+    assert "&quot;a&quot;: 1" in page.text  # the metadata as JSON, ready to edit
+    data = {
+        "memory_type": "episodic",
+        "content": "the meeting is in Berlin",
+        "importance": "0.5",
+        "session": "work-week",
+        "tags": "work",
+        "expires_at": expires.strftime("%Y-%m-%dT%H:%M"),
+        "metadata": '{"a": 2, "room": "4.01"}',
+        "context": "",
+        "outcome": "",
+        "participants": "",
+    }
+    response = logged_in.post(reverse("memory_edit", args=[memory.pk]), data)
+    assert response.status_code == 302
+    memory.refresh_from_db()
+    assert (memory.session.key, memory.tags, memory.expires_at) == ("work-week", ["work"], expires)
+    assert memory.metadata == {"a": 2, "room": "4.01"}
+    edit = MemoryEdit.objects.get(memory=memory)
+    assert edit.changes == {
+        "session": [None, "work-week"],
+        "tags": [[], ["work"]],
+        "expires_at": [None, expires.isoformat()],
+        "metadata": [{"a": 1}, {"a": 2, "room": "4.01"}],
+    }
+    # Saving the page again as it is records nothing (the expiry round-trips at minute precision).
+    again = logged_in.get(reverse("memory_edit", args=[memory.pk])).context["form"].initial
+    logged_in.post(
+        reverse("memory_edit", args=[memory.pk]),
+        {**data, "expires_at": again["expires_at"].strftime("%Y-%m-%dT%H:%M")},
+    )
+    assert MemoryEdit.objects.filter(memory=memory).count() == 1
+    # An empty session and expiry clear them.
+    logged_in.post(reverse("memory_edit", args=[memory.pk]), {**data, "session": "", "expires_at": ""})
+    memory.refresh_from_db()
+    assert (memory.session, memory.expires_at) == (None, None)
+
+
+def test_bad_input_on_the_edit_page_is_422_and_changes_nothing(logged_in, user):
+    memory = memory_create(user=user, content="keep me", memory_type="semantic", metadata={"a": 1})
+    data = {"memory_type": "semantic", "content": "changed", "importance": "0.5", "metadata": "{oops"}
+    response = logged_in.post(reverse("memory_edit", args=[memory.pk]), data)
+    assert response.status_code == 422
+    assert "Metadata is not valid JSON" in response.text
+    assert "{oops" in response.text  # what was typed is kept in the form
+    memory.refresh_from_db()
+    assert (memory.content, memory.metadata) == ("keep me", {"a": 1})
+    assert not MemoryEdit.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_restore_an_earlier_version_is_an_edit_and_search_finds_the_restored_text(logged_in, user, api):
+    memory = memory_create(user=user, content="my cat is called Tom", memory_type="semantic", importance=0.4)
+    first = memory_update(memory=memory, via=EditVia.API, content="my cat is called Felix", importance=0.9)
+    memory_update(memory=memory, via=EditVia.API, tags=["pets"])
+
+    def lexical(query: str) -> dict[str, float]:
+        """Each hit's lexical score: above 0 only when the mirrored point holds the words."""
+        results = api("post", "/memories/search", {"query": query}).json()["results"]
+        return {hit["id"]: hit["scores"]["lexical"] for hit in results}
+
+    assert lexical("Tom").get(str(memory.pk), 0) == 0
+
+    edit = MemoryEdit.objects.get(
+        pk=MemoryEdit.objects.filter(memory=memory).order_by("created_at").first().pk
+    )
+    html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    url = reverse("memory_restore_version", args=[memory.pk, edit.pk])
+    assert f'action="{url}"' in html
+    response = logged_in.post(url)
+    assert response.status_code == 302
+    memory.refresh_from_db()
+    # The version before the first edit: both edits undone.
+    assert (memory.content, memory.importance, memory.tags) == ("my cat is called Tom", 0.4, [])
+    restore = MemoryEdit.objects.filter(memory=memory).order_by("-created_at").first()
+    assert restore.pk not in (edit.pk, first.pk)
+    assert (restore.via, restore.editor) == ("page", user)
+    assert restore.changes == {
+        "content": ["my cat is called Felix", "my cat is called Tom"],
+        "importance": [0.9, 0.4],
+        "tags": [["pets"], []],
+    }
+    assert restore.reason.startswith("restored the version from before the edit of ")
+    assert MemoryEdit.objects.filter(memory=memory).count() == 3
+    assert lexical("Tom")[str(memory.pk)] > 0
+    assert memory.mirror_state == MirrorState.SYNCED
+    assert "The earlier version is restored" in logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+
+
+def test_restoring_the_version_it_already_has_changes_nothing(logged_in, user):
+    memory = memory_create(user=user, content="one", memory_type="semantic")
+    edit = memory_update(memory=memory, via=EditVia.PAGE, content="two") and MemoryEdit.objects.get()
+    memory_update(memory=memory, via=EditVia.PAGE, content="one")
+    response = logged_in.post(reverse("memory_restore_version", args=[memory.pk, edit.pk]), follow=True)
+    assert "Not restored: the memory already reads like that version" in response.text
+    assert MemoryEdit.objects.count() == 2
+
+
+def test_an_archive_edit_offers_no_restore(logged_in, user):
+    memory = memory_create(user=user, content="one", memory_type="semantic")
+    memory_archive(memory=memory, via=EditVia.PAGE)
+    edit = MemoryEdit.objects.get()
+    assert "Restore the version before" not in logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    logged_in.post(reverse("memory_restore_version", args=[memory.pk, edit.pk]))
+    assert MemoryEdit.objects.count() == 1
+
+
+def test_restore_is_404_for_another_users_memory_or_another_memorys_edit(logged_in, user, other_user):
+    theirs, _ = _other_users_things(other_user)
+    memory_update(memory=theirs, via=EditVia.PAGE, content="changed by mallory")
+    their_edit = MemoryEdit.objects.get()
+    mine = memory_create(user=user, content="mine", memory_type="semantic")
+    assert (
+        logged_in.post(reverse("memory_restore_version", args=[theirs.pk, their_edit.pk])).status_code == 404
+    )
+    assert logged_in.post(reverse("memory_restore_version", args=[mine.pk, their_edit.pk])).status_code == 404
+    assert logged_in.get(reverse("memory_restore_version", args=[mine.pk, their_edit.pk])).status_code == 405
+    theirs.refresh_from_db()
+    assert theirs.content == "changed by mallory"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_detail_shows_provenance_and_each_retrieval_through_the_api(logged_in, user, api):
+    created = api("post", "/memories/", {"content": "the office is in Lisbon", "memory_type": "semantic"})
+    memory_id = created.json()["id"]
+    api("post", "/memories/", {"content": "lunch is at noon", "memory_type": "semantic"})
+    results = api("post", "/memories/search", {"query": "office Lisbon"}).json()["results"]
+    rank = [hit["id"] for hit in results].index(memory_id) + 1
+    score = results[rank - 1]["score"]
+
+    html = logged_in.get(reverse("memory_detail", args=[memory_id])).text
+    assert "Where it came from" in html and "API key “agent”" in html
+    retrievals = html[html.index('id="retrievals"') :]
+    assert "1 in all" in retrievals
+    assert "key “agent”" in retrievals
+    assert '<td class="query">office Lisbon</td>' in retrievals
+    assert f'<td class="number">{rank}</td>' in retrievals
+    assert f'<td class="number">{score:.3f}</td>' in retrievals
+    assert Memory.objects.get(pk=memory_id).accesses.get().rank == rank
+
+
+def test_provenance_names_the_chat_message_and_document(logged_in, user):
+    from agents.models import ChatMessage
+    from knowledge.models import Document
+
+    session = session_for_key(user=user, key="chat-9")
+    message = ChatMessage.objects.create(session=session, role="user", content="I live in Porto")
+    document = Document.objects.create(user=user, title="handbook.pdf", sha256="0" * 64)
+    memory = Memory.objects.create(
+        user=user,
+        content="lives in Porto",
+        sources=[
+            {"via": "chat", "at": "2026-01-02T10:00:00+00:00", "message": str(message.pk)},
+            {"via": "system", "at": "2026-01-03T10:00:00+00:00", "document": str(document.pk)},
+            {"via": "api", "at": "2026-01-04T10:00:00+00:00", "api_key": 99999},
+        ],
+    )
+    html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    chat_url = reverse("chat_session", args=[session.pk])
+    assert f'href="{chat_url}#message-{message.pk}">chat message in “chat-9”</a>' in html
+    assert f'href="{reverse("document_detail", args=[document.pk])}">document “handbook.pdf”</a>' in html
+    assert 'API key #99999 <span class="muted">(deleted)</span>' in html
+
+
+def test_retrievals_page_through_every_access(logged_in, user):
+    from memories.history import RETRIEVALS_PER_PAGE
+    from memories.services import record_access
+
+    memory = memory_create(user=user, content="often found", memory_type="semantic")
+    for i in range(RETRIEVALS_PER_PAGE + 3):
+        record_access(user=user, memories=[(memory, 0.5)], query=f"query {i:02d}", via=EditVia.CHAT)
+    first = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    assert f"{RETRIEVALS_PER_PAGE + 3} in all" in first and "Page 1 of 2" in first
+    second = logged_in.get(reverse("memory_detail", args=[memory.pk]) + "?retrievals=2").text
+    assert "query 00" in second and f"query {RETRIEVALS_PER_PAGE + 2:02d}" not in second
+
+
+def test_dashboard_lists_the_most_and_least_retrieved_memories_as_links(logged_in, user, other_user):
+    from memories.services import record_access
+
+    popular = memory_create(user=user, content="popular fact", memory_type="semantic")
+    once = memory_create(user=user, content="found once", memory_type="semantic")
+    never = memory_create(user=user, content="never found", memory_type="semantic")
+    archived = memory_create(user=user, content="archived but popular", memory_type="semantic")
+    memory_archive(memory=archived, via=EditVia.PAGE)
+    theirs = memory_create(user=other_user, content="mallory's favourite", memory_type="semantic")
+    for _ in range(3):
+        record_access(user=user, memories=[(popular, 0.9), (archived, 0.8)], query="q", via=EditVia.API)
+    record_access(user=user, memories=[(once, 0.5)], query="q", via=EditVia.API)
+    for _ in range(5):
+        record_access(user=other_user, memories=[(theirs, 0.9)], query="q", via=EditVia.API)
+
+    response = logged_in.get(reverse("dashboard"))
+    assert [m.content for m in response.context["most_retrieved"]] == ["popular fact", "found once"]
+    assert [m.content for m in response.context["least_retrieved"]] == ["never found"]
+    html = response.text
+    most = html[html.index('data-list="most-retrieved"') : html.index('data-list="least-retrieved"')]
+    assert most.index("popular fact") < most.index("found once")
+    assert f'<a href="{reverse("memory_detail", args=[popular.pk])}">popular fact</a>' in most
+    least = html[html.index('data-list="least-retrieved"') : html.index("Recent memories")]
+    assert "3 times" in most
+    assert "mallory" not in most + least and "archived but popular" not in most + least
+    assert f'<a href="{reverse("memory_detail", args=[never.pk])}">never found</a>' in least
+
+
+@pytest.mark.parametrize("name", ["memory_file", "memory_image"])
+def test_another_users_file_is_404(logged_in, other_user, settings, tmp_path, name):
+    from django.core.files.base import ContentFile
+
+    settings.MEDIA_ROOT = tmp_path
+    theirs, _ = _other_users_things(other_user)
+    theirs.file.save("secret.png", ContentFile(PNG))
+    assert logged_in.get(reverse(name, args=[theirs.pk])).status_code == 404
+
+
+def test_the_add_page_needs_login(client):
+    response = client.get(reverse("memory_add"))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
