@@ -17,13 +17,12 @@ The limit applies to the merged list: never split per type and re-sorted by impo
 
 import logging
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from agents.models import AgentSession
@@ -154,7 +153,7 @@ def search_memories(
         notice = f"The vector store is unavailable ({exc}); results come from a plain text match."
     relevance_by_id, evidence = fused.relevance, fused.evidence
 
-    graph, graph_notice = _graph_scores(user, query)
+    graph, graph_notice = _graph_scores(user, query, set(relevance_by_id))
     candidates = _candidates(user, set(relevance_by_id) | set(graph), scope, now)
     if notice:
         matches = _text_match(user, query, scope, now)
@@ -234,9 +233,13 @@ def _importance_weight(importance: float) -> float:
     return 1 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * importance_weight(importance) / importance_weight(1.0)
 
 
-def _graph_scores(user: AbstractBaseUser, query: str) -> tuple[dict[str, float], str]:
+def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[dict[str, float], str]:
     """Memories linked to entities named in the query or to their neighbours within two hops, and a notice
     when the graph server could not answer.
+
+    Only facts rank by their links alone (_shape); any other memory needs a relevance of its own, so of those
+    only the ones the signals `found` are scored. A speaker's name in a conversation links hundreds of events:
+    reading every link cost half of a LoCoMo search.
 
     A link counts by hops (GRAPH_HOP_SCORES) times the entity's specificity, log(1 + N/n) / log(1 + N) for an
     entity linked to n of the user's N memories: 1 for an entity on one memory, log 2 / log(1 + N) for one on
@@ -256,12 +259,11 @@ def _graph_scores(user: AbstractBaseUser, query: str) -> tuple[dict[str, float],
     )
     for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
-    links = list(
-        MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user).values_list(
-            "memory_id", "entity_id"
-        )
+    linked = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user)
+    counts = dict(linked.values_list("entity_id").annotate(Count("memory_id")).order_by())  # memories per entity
+    links = linked.filter(Q(memory_id__in=found) | Q(memory__memory_type=MemoryType.SEMANTIC)).values_list(
+        "memory_id", "entity_id"
     )
-    counts = Counter(entity_id for _, entity_id in links)  # memories per entity
     memories = Memory.objects.filter(user=user).count()
     scores: dict[str, float] = {}
     for memory_id, entity_id in links:
