@@ -109,8 +109,9 @@ def most_and_least_retrieved(
     user: AbstractBaseUser, limit: int = DASHBOARD_RETRIEVED
 ) -> tuple[list[Memory], list[Memory]]:
     """The current memories searches returned most often, and those returned least (never, first; the oldest
-    of equals first, as they have had the longest to be found). Each list reads the (user, access_count) index."""
+    of equals first, as they have had the longest to be found). Each list is one walk of the
+    (user, access_count, created_at) index, in one direction or the other, that stops at `limit` rows."""
     memories = Memory.objects.for_user(user).current()
-    most = list(memories.filter(access_count__gt=0).order_by("-access_count", "-last_accessed_at")[:limit])
+    most = list(memories.filter(access_count__gt=0).order_by("-access_count", "-created_at")[:limit])
     least = list(memories.exclude(pk__in=[m.pk for m in most]).order_by("access_count", "created_at")[:limit])
     return most, least

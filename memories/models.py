@@ -82,8 +82,8 @@ class Memory(MirroredModel):
             models.Index(fields=["user", "-importance"], name="memory_user_importance"),
             models.Index(fields=["mirror_state"], name="memory_mirror_state"),
             models.Index(fields=["user", "content_hash"], name="memory_user_content_hash"),
-            # The dashboard's most and least retrieved memories.
-            models.Index(fields=["user", "access_count"], name="memory_user_access_count"),
+            # The dashboard's most and least retrieved memories, oldest (or newest) of equal counts first.
+            models.Index(fields=["user", "access_count", "created_at"], name="memory_user_access_created"),
         ]
         constraints = [
             models.CheckConstraint(
