@@ -11,9 +11,10 @@ from django.shortcuts import get_object_or_404
 from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
+from ninja.security import django_auth
 
 from agents.models import AgentSession
-from core.auth import require_write
+from core.auth import API_AUTH, require_write
 from core.pagination import BoundedLimitOffset
 from memories import cleaning, services
 from memories.models import EditVia, Memory, Proposal
@@ -164,9 +165,13 @@ def create_perceptual_memory(
     return Status(201, memory)
 
 
-@router.get("/{uuid:memory_id}/file", summary="Download a perceptual memory's file")
+@router.get(
+    "/{uuid:memory_id}/file", auth=[*API_AUTH, django_auth], summary="Download a perceptual memory's file"
+)
 def get_memory_file(request: HttpRequest, memory_id: UUID):
-    memory = _memory(request, memory_id)
+    """With an API key, or from the owner's logged-in browser session (a link on a page works)."""
+    owner = request.auth.user if hasattr(request.auth, "user") else request.auth
+    memory = get_object_or_404(Memory, pk=memory_id, user=owner)
     if not memory.file:
         raise HttpError(404, "this memory has no file")
     return FileResponse(

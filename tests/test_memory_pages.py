@@ -1186,3 +1186,18 @@ def test_another_users_file_is_404(logged_in, other_user, settings, tmp_path, na
 def test_the_add_page_needs_login(client):
     response = client.get(reverse("memory_add"))
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_the_api_file_url_also_answers_the_owners_browser_session(
+    logged_in, user, other_user, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path
+    _upload(logged_in, content="a red square")
+    url = f"/api/v1/memories/{Memory.objects.get(user=user).pk}/file"
+    download = logged_in.get(url)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == PNG
+    mallory = Client()
+    mallory.force_login(other_user)
+    assert mallory.get(url).status_code == 404
+    assert Client().get(url).status_code == 401
