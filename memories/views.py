@@ -283,7 +283,9 @@ def _redirect(request: HttpRequest, url: str) -> HttpResponse:
 @require_GET
 def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     """One table row; "Cancel" in the inline form swaps this back in."""
-    return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": _memory(request, pk)})
+    memory = _memory(request, pk)
+    listing.attach_entities([memory])
+    return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
 
 
 @login_required
@@ -315,6 +317,7 @@ def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> Htt
         memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user, archived=archived
     )
     if _from_row(request, memory.pk):
+        listing.attach_entities([memory])
         return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
     messages.success(request, "Memory archived." if archived else "Memory restored.")
     return _redirect(request, _next_url(request, reverse("memory_detail", args=[memory.pk])))

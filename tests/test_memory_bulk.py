@@ -240,3 +240,30 @@ def test_rows_link_their_entities_into_the_graph(logged_in, user):
     MemoryEntity.objects.create(memory=memory, entity=entity)
     response = logged_in.get(reverse("memory_list"))
     assert 'href="/graph/?q=Zo%C3%AB%20%26%20Co"' in response.text
+
+
+def test_the_detail_page_links_entities_into_the_graph(logged_in, user):
+    memory = memory_create(user=user, content="Alice works at Acme", memory_type="semantic")
+    entity = Entity.objects.create(user=user, name="Acme Corp", key="acme corp")
+    MemoryEntity.objects.get_or_create(memory=memory, entity=entity)
+    response = logged_in.get(reverse("memory_detail", args=[memory.pk]))
+    assert 'href="/graph/?q=Acme%20Corp"' in response.text
+
+
+def test_dashboard_rows_are_links(logged_in, user):
+    memory = memory_create(user=user, content="the dashboard row", memory_type="episodic")
+    response = logged_in.get(reverse("dashboard"))
+    assert f'<a href="/memories/{memory.pk}/">the dashboard row</a>' in response.text
+    assert '<a href="/memories/?type=episodic">episodic</a>' in response.text
+
+
+def test_a_row_swapped_back_keeps_its_entity_links(logged_in, user):
+    memory = memory_create(user=user, content="Alice works at Acme", memory_type="semantic")
+    entity = Entity.objects.create(user=user, name="Acme Corp", key="acme corp")
+    MemoryEntity.objects.get_or_create(memory=memory, entity=entity)
+    row = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"memory-{memory.pk}"}
+    archived = logged_in.post(reverse("memory_archive", args=[memory.pk]), **row)
+    assert 'href="/graph/?q=Acme%20Corp"' in archived.text
+    assert (
+        'href="/graph/?q=Acme%20Corp"' in logged_in.get(reverse("memory_row", args=[memory.pk]), **row).text
+    )
