@@ -91,7 +91,7 @@ class Agent:
             memories = [MemoryHit(m, m.importance) for group in profile.groups.values() for m in group]
             chunks = []
         else:
-            memories = self._memories(query)
+            memories = self._memories(query, asked=user_message, fresh=len(saved))
             chunks = self._chunks(query)
         assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
         if self.llm is None:
@@ -174,17 +174,22 @@ class Agent:
 
     # --- retrieval ----------------------------------------------------------------------------------------
 
-    def _memories(self, text: str) -> list[MemoryHit]:
+    def _memories(self, text: str, *, asked: ChatMessage, fresh: int = 0) -> list[MemoryHit]:
+        """Memories that answer the message, never those the message itself just created: the facts a turn
+        states are stored before retrieval, and a search for the message finds them first."""
         result = search_memories(
             user=self.user,
             query=text,
-            limit=CONTEXT_MEMORIES,
+            limit=CONTEXT_MEMORIES + fresh,  # room for the turn's own memories, which are dropped below
             memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL],
             min_importance=0.1,
         )
         hits = [
-            hit for hit in result.hits if hit.scores.get("fused", 0) > 0.2 or hit.scores.get("graph", 0) > 0
-        ]
+            hit
+            for hit in result.hits
+            if (hit.scores.get("fused", 0) > 0.2 or hit.scores.get("graph", 0) > 0)
+            and hit.memory.source_message_id != asked.pk
+        ][:CONTEXT_MEMORIES]
         memory_services.record_access(
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in hits],

@@ -199,7 +199,12 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
             for item in saved_records(message)
         ]
         message.trace = _trace(message.tool_calls)
-        message.answer_html = _answer_html(message, len(message.cited_chunks))
+        if message.retrieval_only and (message.cited_memories or message.cited_chunks):
+            # The stored answer lists every memory and passage (what API clients read); the page lists them
+            # once, below, with their links and excerpts, so the bubble keeps only its first line.
+            message.answer_html = escape(message.content.split("\n", 1)[0])
+        else:
+            message.answer_html = _answer_html(message, len(message.cited_chunks))
     return chat_messages
 
 

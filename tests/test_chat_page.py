@@ -458,3 +458,56 @@ def test_undo_of_a_repeat_uncounts_it(logged_in, user, session):
     assert "the repeat is no longer counted" in body
     fact.refresh_from_db()
     assert fact.seen_count == 1 and len(fact.sources) == 1
+
+
+# --- what an answer cites ------------------------------------------------------------------------------------
+
+
+def test_a_retrieval_only_answer_shows_each_passage_and_memory_once(logged_in, user, session):
+    from knowledge.services import document_create_from_text
+
+    document_create_from_text(
+        user=user,
+        title="Release checklist",
+        text="# Release checklist\n\nTag the release, then publish the wheel to the package index.",
+    )
+    memory = memory_create(
+        user=user, content="The user publishes releases on Fridays.", memory_type="semantic"
+    )
+
+    events = stream(logged_in, session, "How do I publish the release wheel?")
+
+    answer = assistant(session)
+    assert len(answer.retrieved["chunks"]) == 1 and answer.retrieved["memories"] == [str(memory.pk)]
+    # The stored answer (what API clients read) still lists them; the page lists each once, with its link.
+    assert "publish the wheel to the package index" in answer.content
+    for html in (events[-1][1]["html"], logged_in.get(page_url(session)).content.decode()):
+        assert html.count("publish the wheel to the package index") == 1
+        assert html.count("The user publishes releases on Fridays.") == 1
+        assert html.count('<span class="citation-n">[1]</span>') == 1
+        assert f"{RETRIEVAL_ONLY}</div>" in html
+
+
+def test_a_retrieval_only_answer_without_sources_keeps_its_text(logged_in, session):
+    stream(logged_in, session, "Anything about volcanoes?")
+    body = logged_in.get(page_url(session)).content.decode()
+    assert f"{RETRIEVAL_ONLY} nothing in your memories or knowledge base matches this yet." in body
+
+
+def test_the_users_current_message_is_never_cited_as_a_memory(logged_in, user, session):
+    earlier = memory_create(
+        user=user, content="The user works as a data engineer at Acme.", memory_type="semantic"
+    )
+
+    stream(logged_in, session, "I work as a data engineer at Acme and I live in Lisbon.")
+
+    asked = session.messages.get(role=ChatRole.USER)
+    own = set(Memory.objects.filter(source_message=asked).values_list("pk", flat=True))
+    assert Memory.objects.filter(pk__in=own, memory_type="semantic").exists()  # the turn did state facts
+    cited = assistant(session).retrieved["memories"]
+    assert str(earlier.pk) in cited  # what was known before still answers
+    assert not {str(pk) for pk in own} & set(cited)
+    body = logged_in.get(page_url(session)).content.decode()
+    start = body.index('<ul class="cited-memories">')
+    sources = body[start : body.index("</ul>", start)]
+    assert "lives in Lisbon" not in sources
