@@ -4,7 +4,7 @@ from django.urls import include, path
 
 from config.api import api
 from core.forms import AdminSignInForm
-from core.views import SignInView
+from core.views import SignInView, favicon
 from memories import graph_views
 
 admin.site.login_form = AdminSignInForm
@@ -28,6 +28,7 @@ urlpatterns = [
     ),
     path("knowledge/", include("knowledge.urls")),
     path("", include("agents.urls")),
+    path("favicon.ico", favicon, name="favicon"),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -78,3 +78,73 @@ def test_security_headers(logged_in):
     assert response["X-Frame-Options"] == "DENY"
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+
+
+# --- layout on narrow screens, error pages, favicon ---------------------------------------------------------------
+
+
+def test_layout_has_a_menu_button_for_the_navigation_and_links_the_favicon(logged_in):
+    response = logged_in.get(reverse("dashboard"))
+    nonce = re.search(r"'nonce-([^']+)'", response["Content-Security-Policy"]).group(1)
+    html = response.text
+    assert (
+        '<button type="button" class="nav-toggle" aria-controls="main-nav" aria-expanded="false" hidden>'
+        "Menu</button>" in html
+    )
+    assert '<nav id="main-nav" aria-label="Main">' in html
+    assert re.search(rf'<script src="/static/js/nav[^"]*\.js" nonce="{re.escape(nonce)}" defer>', html)
+    assert re.search(r'<link rel="icon" href="/static/favicon[^"]*\.svg" type="image/svg\+xml">', html)
+    assert " style=" not in html and "<style" not in html and "onclick" not in html
+
+
+def test_favicon_ico_is_the_svg_icon_for_anyone(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg xmlns=")
+    assert response["Cache-Control"] == "public, max-age=86400"
+    assert client.post("/favicon.ico").status_code == 405
+
+
+def test_404_is_a_styled_page_with_the_navigation(logged_in):
+    response = logged_in.get("/no-such-page/<b>x</b>")
+    assert response.status_code == 404
+    html = response.text
+    assert '<nav id="main-nav" aria-label="Main">' in html and f'href="{reverse("memory_list")}"' in html
+    assert re.search(r'<link rel="stylesheet" href="/static/css/app[^"]*\.css">', html)
+    assert '<h1 id="error-heading">Page not found</h1>' in html
+    assert "<code>/no-such-page/&lt;b&gt;x&lt;/b&gt;</code>" in html
+    assert ">Log out</button>" in html
+
+
+def test_404_for_a_visitor_has_the_navigation_but_no_account(client):
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert '<nav id="main-nav" aria-label="Main">' in response.text
+    assert "Log out" not in response.text
+
+
+def test_api_404_stays_json(client):
+    response = client.get("/api/v1/no-such-endpoint/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found: no API route matches this path."}
+
+
+@pytest.mark.urls("tests.urls_failing")
+def test_500_is_a_styled_page_with_the_navigation_from_no_database(logged_in, django_assert_num_queries):
+    from django.test import RequestFactory
+
+    from core.views import server_error
+
+    logged_in.raise_request_exception = False
+    response = logged_in.get("/explode/")
+    assert response.status_code == 500
+    html = response.content.decode()
+    assert '<h1 id="error-heading">Something went wrong</h1>' in html
+    assert '<nav id="main-nav" aria-label="Main">' in html and f'href="{reverse("library")}"' in html
+    assert re.search(r'<link rel="stylesheet" href="/static/css/app[^"]*\.css">', html)
+    assert "a bug in a view" not in html and "Traceback" not in html
+    # Rendered without the request's context: no session, no user, not one query.
+    with django_assert_num_queries(0):
+        again = server_error(RequestFactory().get("/explode/"))
+    assert again.status_code == 500 and b"Something went wrong" in again.content
