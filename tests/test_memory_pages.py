@@ -563,7 +563,10 @@ def test_detail_shows_everything_about_a_memory(logged_in, user):
     assert '<span class="mirror-failed">failed</span>' in html
     assert "qdrant: connection refused" in html
     assert "3 times" in html
-    assert '<strong>Lisbon</strong> <span class="tag">place</span>' in html
+    assert (
+        '<a href="/graph/?q=Lisbon" title="Show Lisbon in the graph"><strong>Lisbon</strong></a> '
+        '<span class="tag">place</span>'
+    ) in html
     assert "Never edited." in html
     assert f'action="/memories/{memory.pk}/archive/"' in html
     assert f'hx-post="/memories/{memory.pk}/delete/"' in html
