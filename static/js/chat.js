@@ -16,6 +16,34 @@
 
   const form = document.getElementById("chat-form");
   const log = document.getElementById("chat-log");
+  const GAP = 12; // px between a message and the composer (or the top of the window)
+
+  // Scroll the window so a message is in view and not under the composer, which is sticky at the bottom of
+  // the window: its end just above the composer, or its start at the top when it is taller than the room left.
+  // Nothing moves when it is already in view, so a reader scrolled back up is not yanked down needlessly.
+  function reveal(item) {
+    if (!item) return;
+    const cover = form ? form.offsetHeight : 0;
+    const room = window.innerHeight - cover - GAP;
+    const rect = item.getBoundingClientRect();
+    if (rect.top >= 0 && rect.bottom <= room) return;
+    const delta = rect.height > room - GAP ? rect.top - GAP : rect.bottom - room;
+    window.scrollBy({ top: delta, left: 0, behavior: "instant" });
+  }
+
+  function lastMessage() {
+    return log ? log.querySelector(".chat-message:last-of-type") : null;
+  }
+
+  // Opening a session shows its newest message, unless the address names another one (#message-…).
+  if (log) {
+    const named = window.location.hash ? document.getElementById(window.location.hash.slice(1)) : null;
+    if (!named || named === lastMessage()) {
+      if ("scrollRestoration" in window.history) window.history.scrollRestoration = "manual";
+      reveal(lastMessage());
+    }
+  }
+
   if (!form || !log || !window.fetch || !window.ReadableStream || !window.TextDecoder) {
     return; // the plain form post still works
   }
@@ -106,7 +134,7 @@
     const answer = bubble("assistant");
     answer.classList.add("is-streaming");
     answer.querySelector(".bubble").append(element("ul", "stream-tools"));
-    answer.scrollIntoView({ block: "end" });
+    reveal(answer);
     say("Mnemo is answering…");
 
     try {
@@ -138,12 +166,14 @@
       if (name === "delta") {
         answer.querySelector(".stream-state")?.remove();
         answerText.textContent += payload.text;
+        reveal(answer); // follow the answer as it grows, until it is taller than the window
       } else if (name === "tool") {
         tools.append(element("li", payload.ok ? "" : "bad", "⚙ " + payload.name + (payload.ok ? " ✓" : " ✗ failed")));
       } else if (name === "done") {
         const rendered = fromHTML(payload.html);
         answer.replaceWith(rendered);
         if (window.htmx) window.htmx.process(rendered); // its Undo buttons are htmx forms
+        reveal(rendered);
         finished = true;
         say(rendered.classList.contains("has-error") ? "The language model failed." : "Answer ready.");
       } else if (name === "error") {
