@@ -61,3 +61,39 @@ def test_upload_watch_the_row_become_ready_then_read_the_document(
     expect(page.locator("#chunk-list .chunk")).to_have_count(2)
     expect(page.locator("#chunk-list")).to_contain_text("Lisbon trip > Hotel")
     assert csp_violations == []
+
+
+def test_a_long_document_shows_a_preview_pages_its_chunks_and_downloads_the_original(
+    page: Page, log_in, user, csp_violations, live_server, tmp_path
+):
+    paragraphs = "\n\n".join(
+        f"Paragraph {i}: the audit log keeps every change to the billing service." for i in range(600)
+    )
+    text = f"# Audit handbook\n\n{paragraphs}\n"
+    document = services.document_create_from_text(
+        user=user, title="Audit handbook", text=text, background=False
+    ).document
+    document.refresh_from_db()
+    assert document.status == "ready", document.error
+
+    log_in("alice")
+    page.goto(f"{live_server.url}/knowledge/{document.pk}/")
+    preview = page.locator("article.markdown-body")
+    expect(preview).to_contain_text("Paragraph 0: the audit log")
+    expect(preview).not_to_contain_text("Paragraph 599")
+    # A preview, not the whole text: the page stays a few screens tall (the full text made it 83,000 px).
+    assert preview.bounding_box()["height"] < 2_000
+    assert page.evaluate("document.documentElement.scrollHeight") < 6_000
+    page.get_by_role("link", name="Show more").click()
+    expect(page).to_have_url(f"{live_server.url}/knowledge/{document.pk}/#chunks-heading")
+    expect(page.get_by_role("heading", name="Chunks")).to_be_in_viewport()
+    page.screenshot(path=str(tmp_path / "document-preview.png"), full_page=True)
+
+    with page.expect_download() as caught:
+        page.get_by_role("link", name="Download Audit handbook.md").click()
+    download = caught.value
+    assert download.suggested_filename == "Audit handbook.md"
+    saved = tmp_path / "download.md"
+    download.save_as(saved)
+    assert saved.read_text() == text
+    assert csp_violations == []
