@@ -16,6 +16,7 @@ from core.limits import MAX_QUERY_CHARS, check_text
 from core.llm import LLMError, get_llm
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
+from knowledge.pipeline.convert import normalise_text
 from knowledge.services import COLLECTION, check_namespace, chunk_store
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ def search_chunks(
     mqe: bool = False,
     hyde: bool = False,
 ) -> KnowledgeResult:
-    query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
+    # Normalised like the documents' text (knowledge.pipeline.convert.normalise_text), so "ＡＰＩ" finds "API".
+    query = normalise_text(check_text(query.strip(), "query", MAX_QUERY_CHARS))
     if not query:
         return KnowledgeResult([], "the query is empty")
     namespaces = [check_namespace(namespace) for namespace in namespaces]

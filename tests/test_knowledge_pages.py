@@ -849,3 +849,13 @@ def test_a_pdf_written_with_kangxi_lookalikes_is_found_by_what_people_type(logge
     page = logged_in.get(reverse("knowledge_search") + "?q=审计日志&limit=3")
     assert page.status_code == 200
     assert "审计日志记录了每一次变更" in page.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_query_is_normalised_like_the_documents(user):
+    from knowledge.search import search_chunks
+
+    document_create(user=user, file=md_file("api.md", "# Notes\n\nThe billing API rejects expired tokens."))
+    hits = search_chunks(user=user, query="ＡＰＩ ｔｏｋｅｎｓ", limit=3).hits
+    assert hits and hits[0].scores["lexical"] > 0
+    assert "billing API" in hits[0].chunk.text
