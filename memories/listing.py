@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 from django.http import QueryDict
 
+from core.pagination import page_links  # noqa: F401 - memories.views reads it from here
 from memories.models import Memory, MemoryEntity
 
 if TYPE_CHECKING:
@@ -31,20 +32,6 @@ def page_size(raw: str | None) -> int:
     except ValueError:
         return PAGE_SIZE
     return size if size in PAGE_SIZES else PAGE_SIZE
-
-
-def page_links(number: int | None, num_pages: int) -> list[int | None]:
-    """Page numbers to link: the first two, the last two and two either side of the current one; None is a gap."""
-    wanted = {1, 2, num_pages - 1, num_pages}
-    if number is not None:
-        wanted |= set(range(number - 2, number + 3))
-    pages = sorted(n for n in wanted if 1 <= n <= num_pages)
-    links: list[int | None] = []
-    for n in pages:
-        if links and n - (links[-1] or 0) > 1:
-            links.append(None)
-        links.append(n)
-    return links
 
 
 def _page_number(raw: str, num_pages: int) -> int:

@@ -227,7 +227,7 @@ def test_the_list_shows_the_total_page_numbers_and_sizes(logged_in, user):
 
 
 def test_page_links_skip_the_middle():
-    from memories.listing import page_links
+    from core.pagination import page_links
 
     assert page_links(10, 2000) == [1, 2, None, 8, 9, 10, 11, 12, None, 1999, 2000]
     assert page_links(None, 5) == [1, 2, None, 4, 5]

@@ -3,7 +3,7 @@
 from django import template
 from django.core.paginator import Page
 
-from memories.listing import page_links
+from core.pagination import page_links
 
 register = template.Library()
 

@@ -41,7 +41,7 @@ def test_bulk_select_all_matching_apply_and_undo(
     # Nothing selected: no confirm, a message instead.
     bulk = page.get_by_role("form", name="Bulk actions")
     bulk.get_by_label("With selected").select_option("archive")
-    bulk.get_by_role("button", name="Apply").click()
+    bulk.get_by_role("button", name="Run", exact=True).click()
     expect(bulk.get_by_text("Select at least one memory first.")).to_be_visible()
     assert dialogs == []
 
@@ -56,7 +56,7 @@ def test_bulk_select_all_matching_apply_and_undo(
     bulk.get_by_role("textbox", name="Tags").fill("batch")
     # No screenshot before the swaps: a full-page screenshot leaves style="" on inputs, which htmx's settle then
     # copies, and the CSP (rightly) reports.
-    bulk.get_by_role("button", name="Apply").click()
+    bulk.get_by_role("button", name="Run", exact=True).click()
     expect(table.locator("p.notice-line")).to_have_text("Tagged batch on 30 memories.")
     assert dialogs == ["Add tags batch: 30 memories?"]
     assert (
@@ -72,7 +72,7 @@ def test_bulk_select_all_matching_apply_and_undo(
     page.goto(f"{live_server.url}/memories/?type=episodic")
     page.locator(f"#memory-{notes[0].pk}").get_by_label("Select memory").check()
     bulk.get_by_label("With selected").select_option("delete")
-    bulk.get_by_role("button", name="Apply").click()
+    bulk.get_by_role("button", name="Run", exact=True).click()
     expect(table.locator("p.notice-line")).to_have_text("Deleted 1 memory.")
     assert dialogs[-1] == "Delete 1 memory for good? You can undo it right after."
     assert not Memory.objects.filter(pk=notes[0].pk).exists()
