@@ -77,6 +77,8 @@ class Memory(MirroredModel):
         verbose_name_plural = "memories"
         indexes = [
             models.Index(fields=["user", "-created_at"], name="memory_user_created"),
+            # The browser's total and first pages: active (or archived) rows newest first, counted from the index.
+            models.Index(fields=["user", "archived_at", "-created_at"], name="memory_user_archived_created"),
             models.Index(fields=["user", "memory_type", "-created_at"], name="memory_user_type_created"),
             models.Index(fields=["user", "session", "-created_at"], name="memory_user_session_created"),
             models.Index(fields=["user", "-importance"], name="memory_user_importance"),
