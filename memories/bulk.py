@@ -176,11 +176,15 @@ def _snapshot(user: AbstractBaseUser, ids: list[Any]) -> list[dict]:
     memories = list(Memory.objects.filter(user=user, pk__in=ids))
     edits = list(MemoryEdit.objects.filter(memory__in=memories))
     rows = serializers.serialize("python", [*memories, *edits])
-    return json.loads(json.dumps(rows, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))
+    return json.loads(
+        json.dumps(rows, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
+    )
 
 
 @transaction.atomic
-def memories_undelete(*, user: AbstractBaseUser, snapshot: list[dict], editor: AbstractBaseUser | None) -> int:
+def memories_undelete(
+    *, user: AbstractBaseUser, snapshot: list[dict], editor: AbstractBaseUser | None
+) -> int:
     """Put deleted memories back from a `_snapshot` with their ids, content and edit history; entities are
     linked again by extraction, facts re-indexed, and the vectors mirrored. Rows whose id exists again are left
     alone; links to sessions, messages, documents or memories deleted since are dropped."""

@@ -345,7 +345,9 @@ def neighbours_of(
     )
     hops = {neighbor.entity_id: neighbor.distance for neighbor in found}
     rows = owned_by_pk(Entity.objects.order_by(), user, hops)
-    return sorted(((e, hops[str(e.pk)]) for e in rows), key=lambda pair: (pair[1], -pair[0].frequency))[:limit]
+    return sorted(((e, hops[str(e.pk)]) for e in rows), key=lambda pair: (pair[1], -pair[0].frequency))[
+        :limit
+    ]
 
 
 # What the graph page and RelationOut show of a relation: loading less keeps 900 rows cheap.

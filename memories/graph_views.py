@@ -127,7 +127,9 @@ def graph_data(request: HttpRequest) -> JsonResponse:
     entities = list(graph.top_entities(limit=limit, **filters))
     # Count every match (limit=None: the unsliced query) only when the page is full; otherwise it is all of them.
     total = len(entities) if len(entities) < limit else graph.top_entities(limit=None, **filters).count()
-    searched = {"match": True} if filters["query"] else {}  # a search marks its matches among their neighbours
+    searched = (
+        {"match": True} if filters["query"] else {}
+    )  # a search marks its matches among their neighbours
     nodes = [_node(entity, memory_count=entity.memory_count, **searched) for entity in entities]
     neighbours: list[tuple[Entity, int]] = []
     if filters["query"] and entities:
@@ -286,7 +288,9 @@ def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     target = _merge_target(request, entity)
     if target is None:
-        return _refused(request, entity, "No entity of yours has that name: type the exact name to merge into.")
+        return _refused(
+            request, entity, "No entity of yours has that name: type the exact name to merge into."
+        )
     source_id, source_name = str(entity.pk), entity.name
     try:
         graph.entity_merge(user=request.user, source=entity, target=target, editor=_editor(request))

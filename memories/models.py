@@ -298,7 +298,9 @@ class GraphEdit(models.Model):
     action = models.CharField(max_length=8, choices=GraphAction)
     entity_id = models.UUIDField(null=True, blank=True)
     relation_id = models.UUIDField(null=True, blank=True)
-    label = models.CharField(max_length=300)  # the entity's name or "source -TYPE-> target" when it was edited
+    label = models.CharField(
+        max_length=300
+    )  # the entity's name or "source -TYPE-> target" when it was edited
     changes = models.JSONField(default=dict)  # {"field": [old, new]}
     created_at = models.DateTimeField(default=timezone.now)
 

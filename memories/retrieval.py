@@ -260,7 +260,9 @@ def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[
     for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
     linked = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user)
-    counts = dict(linked.values_list("entity_id").annotate(Count("memory_id")).order_by())  # memories per entity
+    counts = dict(
+        linked.values_list("entity_id").annotate(Count("memory_id")).order_by()
+    )  # memories per entity
     links = linked.filter(Q(memory_id__in=found) | Q(memory__memory_type=MemoryType.SEMANTIC)).values_list(
         "memory_id", "entity_id"
     )

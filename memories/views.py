@@ -185,7 +185,9 @@ def filtered_memories(user, filters: dict, *, session: AgentSession | None, star
         memories = memories.filter(created_at__gte=start)
     if end:
         memories = memories.filter(created_at__lte=end)
-    return memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
+    return (
+        memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
+    )
 
 
 def _render_table(request: HttpRequest, context: dict) -> HttpResponse:

@@ -418,7 +418,11 @@ def test_rename_and_retype_an_entity_records_both_and_tells_the_canvas(logged_in
     assert "<html" not in response.text
     assert "Saved." in response.text
     li.refresh_from_db()
-    assert (li.name, li.key, li.entity_type) == ("李四 (Li Si)", "李四 (li si", "ORG")  # entity_key strips outer brackets
+    assert (li.name, li.key, li.entity_type) == (
+        "李四 (Li Si)",
+        "李四 (li si",
+        "ORG",
+    )  # entity_key strips outer brackets
     trigger = json.loads(response["HX-Trigger"])["graph-changed"]
     assert trigger["action"] == "update"
     assert (trigger["node"]["id"], trigger["node"]["label"], trigger["node"]["type"]) == (

@@ -78,7 +78,10 @@ def test_the_public_health_check_says_up_or_down_per_backend_and_nothing_more(cl
     checks = response.json()["checks"]
     assert all(set(check) == {"concern", "backend", "ok"} for check in checks)
     by_concern = {check["concern"]: (check["backend"], check["ok"]) for check in checks}
-    assert by_concern["database"] == ("sqlite", True)  # still says what serves each concern, and whether it is up
+    assert by_concern["database"] == (
+        "sqlite",
+        True,
+    )  # still says what serves each concern, and whether it is up
     assert by_concern["llm"] == ("openai-compatible", False)
     assert response.json()["ok"] is False
 

@@ -7,32 +7,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0002_privacy_settings'),
-        ('memories', '0004_proposals'),
+        ("core", "0002_privacy_settings"),
+        ("memories", "0004_proposals"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GraphEdit',
+            name="GraphEdit",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('via', models.CharField(choices=[('page', 'page'), ('api', 'API'), ('tool', 'tool'), ('admin', 'admin'), ('system', 'system'), ('chat', 'chat')], max_length=6)),
-                ('action', models.CharField(choices=[('rename', 'renamed'), ('retype', 'retyped'), ('merge', 'merged'), ('delete', 'deleted'), ('edit_rel', 'relation edited'), ('del_rel', 'relation deleted')], max_length=8)),
-                ('entity_id', models.UUIDField(blank=True, null=True)),
-                ('relation_id', models.UUIDField(blank=True, null=True)),
-                ('label', models.CharField(max_length=300)),
-                ('changes', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('api_key', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='core.apikey')),
-                ('editor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                (
+                    "via",
+                    models.CharField(
+                        choices=[
+                            ("page", "page"),
+                            ("api", "API"),
+                            ("tool", "tool"),
+                            ("admin", "admin"),
+                            ("system", "system"),
+                            ("chat", "chat"),
+                        ],
+                        max_length=6,
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("rename", "renamed"),
+                            ("retype", "retyped"),
+                            ("merge", "merged"),
+                            ("delete", "deleted"),
+                            ("edit_rel", "relation edited"),
+                            ("del_rel", "relation deleted"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("entity_id", models.UUIDField(blank=True, null=True)),
+                ("relation_id", models.UUIDField(blank=True, null=True)),
+                ("label", models.CharField(max_length=300)),
+                ("changes", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "api_key",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="core.apikey"
+                    ),
+                ),
+                (
+                    "editor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['user', 'entity_id'], name='graphedit_user_entity')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [models.Index(fields=["user", "entity_id"], name="graphedit_user_entity")],
             },
         ),
     ]
