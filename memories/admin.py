@@ -1,6 +1,16 @@
 from django.contrib import admin
 
-from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Proposal, Relation
+from memories.models import (
+    Entity,
+    Fact,
+    GraphEdit,
+    Memory,
+    MemoryAccess,
+    MemoryEdit,
+    MemoryEntity,
+    Proposal,
+    Relation,
+)
 
 
 class MemoryEditInline(admin.TabularInline):
@@ -35,6 +45,22 @@ class MemoryEditAdmin(admin.ModelAdmin):
     list_display = ["memory", "via", "editor", "created_at"]
     list_filter = ["via"]
     raw_id_fields = ["memory", "editor", "api_key"]
+
+
+@admin.register(GraphEdit)
+class GraphEditAdmin(admin.ModelAdmin):
+    """The graph's change record, read-only: it is written by memories.graph's services."""
+
+    list_display = ["action", "label", "user", "via", "editor", "created_at"]
+    list_filter = ["action", "via"]
+    search_fields = ["label", "user__username"]
+    raw_id_fields = ["user", "editor", "api_key"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(MemoryAccess)
