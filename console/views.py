@@ -380,7 +380,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_GET
 def health(request: HttpRequest) -> HttpResponse:
     checks = run_checks()
-    return render(request, "console/health.html", {"checks": checks, "ok": all(c.ok for c in checks)})
+    # Details name hosts, ports and data paths: staff only, as at /api/v1/health.
+    context = {"checks": checks, "ok": all(c.ok for c in checks), "details": request.user.is_staff}
+    return render(request, "console/health.html", context)
 
 
 @login_required

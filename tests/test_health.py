@@ -1,4 +1,5 @@
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from core import stores
@@ -78,10 +79,8 @@ def test_the_public_health_check_says_up_or_down_per_backend_and_nothing_more(cl
     checks = response.json()["checks"]
     assert all(set(check) == {"concern", "backend", "ok"} for check in checks)
     by_concern = {check["concern"]: (check["backend"], check["ok"]) for check in checks}
-    assert by_concern["database"] == (
-        "sqlite",
-        True,
-    )  # still says what serves each concern, and whether it is up
+    # It still says what serves each concern, and whether it is up.
+    assert by_concern["database"] == ("sqlite", True)
     assert by_concern["llm"] == ("openai-compatible", False)
     assert response.json()["ok"] is False
 
@@ -90,6 +89,16 @@ def test_a_logged_in_user_who_is_not_staff_sees_no_details(logged_in, settings, 
     checks = logged_in.get("/api/v1/health").json()["checks"]
     assert all("detail" not in check for check in checks)
     assert str(settings.DATA_DIR) not in logged_in.get("/api/v1/health").content.decode()
+
+
+def test_the_health_page_shows_details_to_staff_only(logged_in, django_user_model, settings, fresh_stores):
+    page = logged_in.get(reverse("health")).content.decode()
+    assert "<th>Detail</th>" not in page and "shown to staff users only" in page
+    assert str(settings.DATA_DIR) not in page and "NEO4J_URI" not in page
+    staff = Client()
+    staff.force_login(django_user_model.objects.create_user(username="operator", is_staff=True))
+    page = staff.get(reverse("health")).content.decode()
+    assert "<th>Detail</th>" in page and "shown to staff users only" not in page
 
 
 def test_a_staff_user_sees_each_checks_detail(staff, settings, fresh_stores):
