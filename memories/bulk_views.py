@@ -5,8 +5,6 @@ string matches. Either way it is read from request.user's memories only. The las
 the session under UNDO_KEY; the table shows an Undo button while it is there.
 """
 
-import uuid
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.forms import Form
@@ -16,7 +14,7 @@ from django.views.decorators.http import require_POST
 from agents.models import AgentSession
 from memories import bulk
 from memories.forms import MemoryFilterForm, day_bounds
-from memories.views import _back_to_list, _browse, _render_table, filtered_memories
+from memories.views import _back_to_list, _browse, _render_table, filtered_memories, ticked_ids
 
 UNDO_KEY = "memory_bulk_undo"
 VALUE_FIELDS = {"set_type": "type_value", "set_importance": "importance_value", "add_tags": "tags_value"}
@@ -42,16 +40,6 @@ def _all_matching(request: HttpRequest) -> list:
     return list(memories.values_list("pk", flat=True)[: bulk.MAX_BULK + 1])
 
 
-def _ticked(request: HttpRequest) -> list[uuid.UUID]:
-    ids = []
-    for value in request.POST.getlist("ids"):
-        try:
-            ids.append(uuid.UUID(value))
-        except ValueError:
-            continue
-    return ids
-
-
 def _respond(
     request: HttpRequest, notice: str, *, status: int = 200, keep: list | None = None
 ) -> HttpResponse:
@@ -69,7 +57,7 @@ def _respond(
 @require_POST
 def memories_bulk(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
-    ticked = _ticked(request)
+    ticked = ticked_ids(request)
     try:
         value = bulk.parse_value(action, request.POST.get(VALUE_FIELDS.get(action, ""), ""))
         ids = _all_matching(request) if request.POST.get("scope") == "all" else ticked

@@ -203,6 +203,13 @@ def _render_table(request: HttpRequest, context: dict) -> HttpResponse:
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
     context = _browse(request)
+    if context.get("hits"):  # a curator's search is a retrieval too, shown on the memory's page as "page"
+        services.record_access(
+            user=request.user,
+            memories=[(hit.memory, hit.score) for hit in context["hits"]],
+            query=context["filters"]["q"],
+            via=EditVia.PAGE,
+        )
     if request.htmx.target == "memory-table":
         return _render_table(request, context)
     context["session_keys"] = AgentSession.objects.for_user(request.user).values_list("key", flat=True)[:100]
@@ -215,15 +222,21 @@ def _back_to_list(request: HttpRequest) -> HttpResponseRedirect:
     return redirect(f"{reverse('memory_list')}?{query}" if query else reverse("memory_list"))
 
 
-@login_required
-@require_POST
-def memories_bulk_delete(request: HttpRequest) -> HttpResponse:
+def ticked_ids(request: HttpRequest) -> list[uuid.UUID]:
+    """The memory ids a list form posts as `ids`; a malformed one is skipped."""
     ids = []
     for value in request.POST.getlist("ids"):
         try:
             ids.append(uuid.UUID(value))
         except ValueError:
             continue
+    return ids
+
+
+@login_required
+@require_POST
+def memories_bulk_delete(request: HttpRequest) -> HttpResponse:
+    ids = ticked_ids(request)
     if ids:
         deleted = services.memories_delete(user=request.user, memory_ids=ids)
         notice = f"Forgot {deleted} selected {'memory' if deleted == 1 else 'memories'}."

@@ -1112,6 +1112,19 @@ def test_detail_shows_provenance_and_each_retrieval_through_the_api(logged_in, u
     assert Memory.objects.get(pk=memory_id).accesses.get().rank == rank
 
 
+def test_a_search_on_the_memory_page_is_recorded_as_a_retrieval_by_page(logged_in, user, api):
+    memory_id = api(
+        "post", "/memories/", {"content": "the office is in Lisbon", "memory_type": "semantic"}
+    ).json()["id"]
+    assert logged_in.get(reverse("memory_list"), {"q": "office Lisbon"}).status_code == 200
+    access = Memory.objects.get(pk=memory_id).accesses.get()
+    assert (access.via, access.query, access.rank, access.api_key) == ("page", "office Lisbon", 1, None)
+    assert (
+        logged_in.get(reverse("memory_list")).status_code == 200
+    )  # browsing without a query records nothing
+    assert Memory.objects.get(pk=memory_id).access_count == 1
+
+
 def test_provenance_names_the_chat_message_and_document(logged_in, user):
     from agents.models import ChatMessage
     from knowledge.models import Document
