@@ -1,11 +1,28 @@
-"""Steps every browser test shares: watching for CSP blocks, and logging in."""
+"""Steps every browser test shares: watching for CSP blocks, logging in, and keeping the screenshots."""
 
+import re
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 PASSWORD = "correct horse battery"  # the password of the root conftest's users
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+
+
+@pytest.fixture(autouse=True)
+def keep_screenshots(request, tmp_path):
+    """Screenshots a test saves in its tmp_path are copied to test-artifacts/screenshots/<test>/, which outlives
+    pytest's rotation of temporary folders, for a person or CI to look at."""
+    yield
+    shots = sorted(tmp_path.rglob("*.png"))
+    if shots:
+        folder = SCREENSHOTS / re.sub(r"[^\w.-]+", "_", request.node.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        for shot in shots:
+            shutil.copy2(shot, folder / shot.name)
 
 
 @pytest.fixture
