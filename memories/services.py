@@ -560,9 +560,11 @@ def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | 
 def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[Entity]:
     """(Re)link a memory to the entities it names, merged per user by key, and record their relations:
     co-occurrence for every pair, plus typed relations the extractor found (patterns or the LLM)."""
-    # The request links a new memory while a worker's LLM extraction may relink it: on PostgreSQL the two would
-    # delete and re-create the same links at once (an IntegrityError in the worker). The row lock takes turns.
-    list(Memory.objects.select_for_update().filter(pk=memory.pk).values_list("pk", flat=True))
+    # A worker's LLM extraction relinks a memory after the request linked it, and the memory may be deleted
+    # meanwhile: the row lock makes the two take turns, and a memory that is gone has nothing to link (on
+    # PostgreSQL its links failed the foreign key at commit, an error in the worker's log).
+    if not Memory.objects.select_for_update().filter(pk=memory.pk).values_list("pk", flat=True):
+        return []
     known = _known_entities_in(memory)
     extraction = extraction or extract(memory.content, known_types={m.key: m.entity_type for m in known})
     found = {mention.key for mention in extraction.mentions}

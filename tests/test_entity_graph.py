@@ -7,7 +7,7 @@ import pytest
 from memories.entities import entity_key, extract
 from memories.graph import entity_merge
 from memories.models import Entity, Memory, MemoryEntity, Relation
-from memories.services import memories_delete, memory_create
+from memories.services import link_entities, memories_delete, memory_create
 from memories.tools import MemoryTool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,6 +93,15 @@ def test_deleting_the_last_memory_removes_orphan_entities(user):
     memory = memory_create(user=user, content="孙七擅长Rust", memory_type="semantic")
     memories_delete(user=user, memory_ids=[memory.pk])
     assert not Entity.objects.filter(user=user).exists()
+
+
+def test_a_memory_deleted_before_a_late_extraction_gets_no_links(user):
+    # The worker's LLM extraction can reach a memory the user has just deleted.
+    memory = memory_create(user=user, content="李四在阿里巴巴工作，擅长React", memory_type="semantic")
+    assert MemoryEntity.objects.filter(memory=memory).exists()
+    Memory.objects.filter(pk=memory.pk).delete()
+    assert link_entities(memory) == []
+    assert not MemoryEntity.objects.filter(memory_id=memory.pk).exists()
 
 
 def test_merge_moves_links_and_relations_and_adds_duplicates(user):
