@@ -154,6 +154,38 @@ def entity_key(name: str) -> str:
     return folded.strip(" .,;:!?\"'()[]{}，。；：！？、“”‘’（）【】")
 
 
+# The longest names a lookup of known entities tries: words in Latin script, characters in CJK.
+_NAME_WORDS = 7
+_CJK_NAME_CHARS = 12
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+
+
+def name_keys(text: str) -> set[str]:
+    """The entity key of every span of `text` that could name something: runs of up to _NAME_WORDS words, and
+    in CJK text (which has no spaces) every substring of two to _CJK_NAME_CHARS characters.
+
+    A query is matched against the names the user's graph already holds, so no model has to guess which of
+    its words are a name: a lower-case "ana" or a name spaCy tags as a verb in a question is still found, at
+    a fraction of NER's cost.
+    """
+    text = text[:ENTITY_TEXT_LIMIT]
+    keys: set[str] = set()
+    for run in _CJK_RUN.findall(text):
+        for start in range(len(run)):
+            for end in range(start + 2, min(len(run), start + _CJK_NAME_CHARS) + 1):
+                keys.add(run[start:end])
+    for segment in _CJK_RUN.split(text):
+        words = segment.split()
+        for start in range(len(words)):
+            for end in range(start + 1, min(len(words), start + _NAME_WORDS) + 1):
+                span = " ".join(words[start:end])
+                keys.add(entity_key(span))
+                keys.add(entity_key(_POSSESSIVE.sub("", entity_key(span))))
+    keys.discard("")
+    return keys
+
+
 @cache
 def _posseg():
     import jieba

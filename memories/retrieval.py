@@ -32,7 +32,7 @@ from core.queries import owned_by_pk
 from core.text import lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
-from memories.entities import extract_mentions
+from memories.entities import name_keys
 from memories.models import Entity, Memory, MemoryEntity, MemoryType
 from memories.services import importance_weight, recency_score, time_decay
 
@@ -237,6 +237,9 @@ def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[
     """Memories linked to entities named in the query or to their neighbours within two hops, and a notice
     when the graph server could not answer.
 
+    The query's entities are the user's known entities whose name it contains (entities.name_keys): one
+    indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case.
+
     Only facts rank by their links alone (_shape); any other memory needs a relevance of its own, so of those
     only the ones the signals `found` are scored. A speaker's name in a conversation links hundreds of events:
     reading every link cost half of a LoCoMo search.
@@ -245,12 +248,12 @@ def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[
     entity linked to n of the user's N memories: 1 for an entity on one memory, log 2 / log(1 + N) for one on
     every memory (0.1 at 1,000 memories), so the user's own name no longer lifts them all.
     """
-    if not Entity.objects.filter(user=user).exists():
-        return {}, ""  # nothing to link to: skip extraction (spaCy NER costs ~9 ms per English query)
-    keys = [mention.key for mention in extract_mentions(query)]
-    if not keys:
-        return {}, ""
-    start = {str(pk) for pk in Entity.objects.filter(user=user, key__in=keys).values_list("pk", flat=True)}
+    start = {
+        str(pk)
+        for pk in Entity.objects.filter(user=user, key__in=sorted(name_keys(query))).values_list(
+            "pk", flat=True
+        )
+    }
     if not start:
         return {}, ""
     distance = dict.fromkeys(start, 0)
@@ -259,20 +262,24 @@ def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[
     )
     for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
-    linked = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__user=user)
-    counts = dict(
-        linked.values_list("entity_id").annotate(Count("memory_id")).order_by()
-    )  # memories per entity
-    links = linked.filter(Q(memory_id__in=found) | Q(memory__memory_type=MemoryType.SEMANTIC)).values_list(
-        "memory_id", "entity_id"
-    )
+    # Entities are per user, so their links are the user's: counted from the link index alone, no join.
+    linked = MemoryEntity.objects.filter(entity_id__in=list(distance))
+    counts = dict(linked.values_list("entity_id").annotate(Count("pk")).order_by())  # memories per entity
+    # Two lookups, not one OR: SQLite answers `memory IN … OR memory.type = …` by scanning every link.
+    found_links = linked.filter(memory_id__in=found).values_list("memory_id", "entity_id")
+    fact_links = linked.filter(memory__memory_type=MemoryType.SEMANTIC).values_list("memory_id", "entity_id")
     memories = Memory.objects.filter(user=user).count()
-    scores: dict[str, float] = {}
-    for memory_id, entity_id in links:
-        score = GRAPH_HOP_SCORES.get(distance[str(entity_id)], 0.0) * _specificity(
-            counts.get(entity_id, 1), memories
-        )
-        scores[str(memory_id)] = max(scores.get(str(memory_id), 0.0), score)
+    # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
+    # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
+    closest: dict[str, tuple[int, float]] = {}
+    for memory_id, entity_id in {*found_links, *fact_links}:
+        hops = distance[str(entity_id)]
+        link = (-hops, _specificity(counts.get(entity_id, 1), memories))
+        closest[str(memory_id)] = max(closest.get(str(memory_id), link), link)
+    scores = {
+        memory_id: GRAPH_HOP_SCORES.get(-negative_hops, 0.0) * specificity
+        for memory_id, (negative_hops, specificity) in closest.items()
+    }
     return {memory_id: score for memory_id, score in scores.items() if score > 0}, notice
 
 
