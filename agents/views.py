@@ -176,7 +176,7 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
     memories = {str(pk): m for pk, m in Memory.objects.for_user(user).in_bulk(memory_ids).items()}
     chunks = {
         str(pk): c
-        for pk, c in Chunk.objects.filter(user=user).select_related("document").in_bulk(chunk_ids).items()
+        for pk, c in Chunk.objects.for_user(user).select_related("document").in_bulk(chunk_ids).items()
     }
     for message in answers:
         retrieved = message.retrieved if isinstance(message.retrieved, dict) else {}

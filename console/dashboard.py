@@ -32,8 +32,8 @@ def _per_day(rows, days: list) -> list[int]:
 def _mirrors(user: AbstractBaseUser) -> list[dict]:
     """Pending and failed rows of each mirrored table (memories and chunks to vectors, the graph to Neo4j)."""
     tables = [
-        ("memories", Memory.objects.filter(user=user, archived_at=None)),
-        ("chunks", Chunk.objects.filter(user=user)),
+        ("memories", Memory.objects.for_user(user).listed()),
+        ("chunks", Chunk.objects.for_user(user)),
         ("entities", Entity.objects.filter(user=user)),
         ("relations", Relation.objects.filter(user=user)),
     ]
@@ -114,7 +114,7 @@ def resync_user(user_id: int) -> dict:
     memory_ids = unsynced(Memory.objects.filter(user_id=user_id))
     for start in range(0, len(memory_ids), BATCH):
         mirror.sync_memories(memory_ids[start : start + BATCH])
-    chunk_ids = unsynced(Chunk.objects.filter(user_id=user_id, document__status=DocumentStatus.READY))
+    chunk_ids = unsynced(Chunk.objects.filter(user_id=user_id).active())
     for start in range(0, len(chunk_ids), BATCH):
         sync_chunks(chunk_ids[start : start + BATCH])
     entity_ids = unsynced(Entity.objects.filter(user_id=user_id))

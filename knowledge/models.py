@@ -1,4 +1,5 @@
 import uuid
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import models
@@ -69,6 +70,20 @@ class Document(TimeStampedModel):
         return self.title
 
 
+class ChunkQuerySet(models.QuerySet):
+    """The chunks' "which ones", in the memories' words (memories.models.MemoryQuerySet)."""
+
+    def for_user(self, user):
+        return self.filter(user=user)
+
+    def active(self):
+        """Chunks of documents that finished ingestion: the only ones search, the tools and the mirror read."""
+        return self.filter(document__status=DocumentStatus.READY)
+
+    def filtered(self, *, namespaces: Sequence[str] | None = None):
+        return self.filter(namespace__in=list(namespaces)) if namespaces else self
+
+
 class Chunk(MirroredModel):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     # Owner and namespace are copied from the document so every vector filter and query is scoped without a join.
@@ -83,6 +98,8 @@ class Chunk(MirroredModel):
         ordering = ["document", "ordinal"]
         constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal")]
         indexes = [models.Index(fields=["user", "namespace"], name="chunk_user_ns")]
+
+    objects = ChunkQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"{self.document.title} #{self.ordinal}"

@@ -214,7 +214,7 @@ class RAGTool(ActionTool):
     def _stats(self, params: Params) -> ToolReply:
         namespace = self._namespace(params)
         documents = Document.objects.filter(user=self.user, namespace=namespace)
-        chunks = Chunk.objects.filter(user=self.user, namespace=namespace).count()
+        chunks = Chunk.objects.for_user(self.user).filtered(namespaces=[namespace]).count()
         dimensions = stores.embedding_set().dimensions
         llm = get_llm()
         data = {

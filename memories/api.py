@@ -184,25 +184,17 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
 @router.get("/", response=list[MemoryOut], summary="List memories")
 @paginate(BoundedLimitOffset)
 def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
-    memories = Memory.objects.for_user(_owner(request)).select_related("session")
-    memories = memories.exclude(archived_at=None) if filters.archived else memories.filter(archived_at=None)
-    if filters.memory_type:
-        memories = memories.filter(memory_type=filters.memory_type)
-    if filters.superseded is not None:
-        memories = memories.filter(superseded_by__isnull=not filters.superseded)
-    if filters.session_id:
-        memories = memories.filter(session__key=filters.session_id)
-    if filters.min_importance is not None:
-        memories = memories.filter(importance__gte=filters.min_importance)
-    if filters.max_importance is not None:
-        memories = memories.filter(importance__lte=filters.max_importance)
-    if filters.since:
-        memories = memories.filter(created_at__gte=filters.since)
-    if filters.until:
-        memories = memories.filter(created_at__lte=filters.until)
-    if filters.q:
-        memories = memories.filter(content__icontains=filters.q)
-    return memories
+    memories = Memory.objects.for_user(_owner(request)).listed(archived=bool(filters.archived))
+    return memories.select_related("session").filtered(
+        memory_types=[filters.memory_type] if filters.memory_type else None,
+        session_key=filters.session_id,
+        min_importance=filters.min_importance,
+        max_importance=filters.max_importance,
+        since=filters.since,
+        until=filters.until,
+        superseded=filters.superseded,
+        contains=filters.q,
+    )
 
 
 def _memory(request: HttpRequest, memory_id: UUID) -> Memory:

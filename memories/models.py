@@ -1,3 +1,6 @@
+from collections.abc import Sequence
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -14,17 +17,57 @@ class MemoryType(models.TextChoices):
 
 
 class MemoryQuerySet(models.QuerySet):
+    """The one vocabulary for "which memories": the API, the pages, the tools and retrieval all speak it."""
+
     def for_user(self, user):
         return self.filter(user=user)
 
-    def active(self):
-        """Not archived and, for working memory, not past its TTL (superseded facts included)."""
-        now = timezone.now()
-        return self.filter(archived_at=None).exclude(expires_at__lte=now)
+    def listed(self, archived: bool = False):
+        """What a list shows: the archived ones when asked, else the others (expired working memory too)."""
+        return self.exclude(archived_at=None) if archived else self.filter(archived_at=None)
 
-    def current(self):
+    def active(self, now: datetime | None = None):
+        """Not archived and, for working memory, not past its TTL (superseded facts included)."""
+        return self.filter(archived_at=None).exclude(expires_at__lte=now or timezone.now())
+
+    def current(self, now: datetime | None = None):
         """Active and not superseded by a newer fact: what search, the chat and the profile read by default."""
-        return self.active().filter(superseded_by=None)
+        return self.active(now).filter(superseded_by=None)
+
+    def filtered(
+        self,
+        *,
+        memory_types: Sequence[str] | None = None,
+        session=None,
+        session_key: str | None = None,
+        min_importance: float | None = None,
+        max_importance: float | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        superseded: bool | None = None,
+        contains: str | None = None,
+    ):
+        """The filters that lists and searches offer, each applied only when given."""
+        memories = self
+        if memory_types:
+            memories = memories.filter(memory_type__in=list(memory_types))
+        if session is not None:
+            memories = memories.filter(session=session)
+        if session_key:
+            memories = memories.filter(session__key=session_key)
+        if min_importance is not None:
+            memories = memories.filter(importance__gte=min_importance)
+        if max_importance is not None:
+            memories = memories.filter(importance__lte=max_importance)
+        if since:
+            memories = memories.filter(created_at__gte=since)
+        if until:
+            memories = memories.filter(created_at__lte=until)
+        if superseded is not None:
+            memories = memories.filter(superseded_by__isnull=not superseded)
+        if contains:
+            memories = memories.filter(content__icontains=contains)
+        return memories
 
 
 class Memory(MirroredModel):

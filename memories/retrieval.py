@@ -301,25 +301,18 @@ class _Scope:
 
 def _filtered(user, scope: _Scope, now, ids=None):
     if ids is None:
-        memories = Memory.objects.filter(user=user)
+        memories = Memory.objects.for_user(user)
     else:
         memories = owned_by_pk(Memory.objects.all(), user, ids)
-    memories = memories.filter(archived_at=None).exclude(expires_at__lte=now)
-    if not scope.include_superseded:
-        memories = memories.filter(superseded_by=None)
-    if scope.memory_types:
-        memories = memories.filter(memory_type__in=list(scope.memory_types))
-    if scope.min_importance > 0:
-        memories = memories.filter(importance__gte=scope.min_importance)
-    if scope.session is not None:
-        memories = memories.filter(session=scope.session)
-    if scope.time_range:
-        start, end = scope.time_range
-        if start:
-            memories = memories.filter(created_at__gte=start)
-        if end:
-            memories = memories.filter(created_at__lte=end)
-    return memories
+    start, end = scope.time_range or (None, None)
+    return memories.active(now).filtered(
+        memory_types=scope.memory_types,
+        session=scope.session,
+        min_importance=scope.min_importance if scope.min_importance > 0 else None,
+        since=start,
+        until=end,
+        superseded=None if scope.include_superseded else False,
+    )
 
 
 def _candidates(user, ids, scope: _Scope, now) -> dict[str, _Candidate]:

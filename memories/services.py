@@ -887,11 +887,11 @@ def memories_consolidate(
     _checked_types([from_type, to_type])
     if from_type == to_type:
         raise MemoryRequestError("from_type and to_type must differ")
-    candidates = Memory.objects.filter(
-        user=user, memory_type=from_type, importance__gte=importance_threshold, archived_at=None
-    ).exclude(expires_at__lte=timezone.now())
-    if session is not None:
-        candidates = candidates.filter(session=session)
+    candidates = (
+        Memory.objects.for_user(user)
+        .active()
+        .filtered(memory_types=[from_type], session=session, min_importance=importance_threshold)
+    )
     promoted = []
     for memory in candidates.select_for_update():
         memory.memory_type = to_type

@@ -300,7 +300,7 @@ class MemoryTool(ActionTool):
 
 
 def _active(user):
-    return Memory.objects.filter(user=user, archived_at=None).exclude(expires_at__lte=timezone.now())
+    return Memory.objects.for_user(user).active()
 
 
 def _uuid_or_none(value: str):

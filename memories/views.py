@@ -172,21 +172,14 @@ def _browse(request: HttpRequest, *, notice: str = "") -> dict:
 
 def filtered_memories(user, filters: dict, *, session: AgentSession | None, start, end) -> QuerySet:
     """The browser's (non-search) filters as one QuerySet of `user`'s memories; bulk "all matching" reads it."""
-    memories = Memory.objects.for_user(user).select_related("session")
-    if "type" in filters:
-        memories = memories.filter(memory_type=filters["type"])
-    if session is not None:
-        memories = memories.filter(session=session)
-    if "min_importance" in filters:
-        memories = memories.filter(importance__gte=filters["min_importance"])
-    if "max_importance" in filters:
-        memories = memories.filter(importance__lte=filters["max_importance"])
-    if start:
-        memories = memories.filter(created_at__gte=start)
-    if end:
-        memories = memories.filter(created_at__lte=end)
-    return (
-        memories.exclude(archived_at=None) if filters.get("archived") else memories.filter(archived_at=None)
+    memories = Memory.objects.for_user(user).listed(archived=bool(filters.get("archived")))
+    return memories.select_related("session").filtered(
+        memory_types=[filters["type"]] if "type" in filters else None,
+        session=session,
+        min_importance=filters.get("min_importance"),
+        max_importance=filters.get("max_importance"),
+        since=start,
+        until=end,
     )
 
 

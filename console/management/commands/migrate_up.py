@@ -213,7 +213,7 @@ def _copy_table(model) -> int:
 def mirror_problems() -> list[str]:
     """What the rebuilt mirrors lack: points for active memories and ready chunks; Neo4j nodes and edges."""
     from core.models import MirrorState
-    from knowledge.models import Chunk, DocumentStatus
+    from knowledge.models import Chunk
     from knowledge.services import COLLECTION as CHUNKS
     from knowledge.services import chunk_store
     from memories.mirror import COLLECTION as MEMORIES
@@ -223,7 +223,7 @@ def mirror_problems() -> list[str]:
     problems = []
     expected = {
         MEMORIES: (memory_store(), Memory.objects.filter(archived_at=None).count()),
-        CHUNKS: (chunk_store(), Chunk.objects.filter(document__status=DocumentStatus.READY).count()),
+        CHUNKS: (chunk_store(), Chunk.objects.active().count()),
     }
     for collection, (store, rows) in expected.items():
         points = store.count(collection)

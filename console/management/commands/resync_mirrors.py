@@ -7,7 +7,7 @@ from core import stores
 from core.graph import GraphStoreError
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
-from knowledge.models import Chunk, DocumentStatus
+from knowledge.models import Chunk
 from knowledge.services import COLLECTION as CHUNK_COLLECTION
 from knowledge.services import chunk_store, sync_chunks
 from memories import mirror
@@ -72,7 +72,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Mirrored {entities} entities and {relations} relations to the graph store.")
 
     def _chunks(self) -> list[str]:
-        ready = Chunk.objects.filter(document__status=DocumentStatus.READY).order_by("pk")
+        ready = Chunk.objects.active().order_by("pk")
         ids = [str(pk) for pk in ready.values_list("pk", flat=True)]
         for start in range(0, len(ids), BATCH):
             sync_chunks(ids[start : start + BATCH])
