@@ -5,11 +5,9 @@ from ninja import Field, NinjaAPI, Schema
 from ninja.errors import AuthenticationError
 from ninja.renderers import JSONRenderer
 
-from console.evaluation import EvaluationError
 from core.auth import API_AUTH
+from core.errors import RequestRefused
 from core.health import run_checks
-from core.limits import InputRejected
-from knowledge.services import KnowledgeError
 
 
 class UnicodeJSONRenderer(JSONRenderer):
@@ -99,19 +97,10 @@ api.add_router("/evaluation/", "console.api.router")
 api.add_router("/data/", "console.api.data_router")
 
 
-@api.exception_handler(KnowledgeError)
-def knowledge_refused(request: HttpRequest, exc: KnowledgeError):
+@api.exception_handler(RequestRefused)
+def refused(request: HttpRequest, exc: RequestRefused):
+    """Every app's refusal (core.errors), with the status its class names."""
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
-
-
-@api.exception_handler(EvaluationError)
-def evaluation_refused(request: HttpRequest, exc: EvaluationError):
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status)
-
-
-@api.exception_handler(InputRejected)
-def refused(request: HttpRequest, exc: InputRejected):
-    return api.create_response(request, {"detail": str(exc)}, status=422)
 
 
 @api.exception_handler(AuthenticationError)

@@ -145,8 +145,5 @@ def import_data(request: HttpRequest, file: File[UploadedFile]):
         raise HttpError(
             413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
         )
-    try:
-        imported = portability.import_upload(file, as_username=_owner(request).get_username())
-    except portability.PortabilityError as exc:
-        raise HttpError(422, str(exc)) from None
+    imported = portability.import_upload(file, as_username=_owner(request).get_username())
     return Status(201, {"username": imported.username, "counts": imported.counts})

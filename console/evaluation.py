@@ -20,6 +20,7 @@ from django.utils import timezone
 from console import metrics
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
 from core import hybrid, stores
+from core.errors import RequestRefused
 from core.queries import owned_by_pk
 from core.vectorstore import VectorStoreError
 from knowledge import search as knowledge_search
@@ -34,12 +35,8 @@ MAX_TEXT = 1000
 SNIPPET = 140
 
 
-class EvaluationError(ValueError):
-    """A request evaluation refuses; `status` is the HTTP status that fits."""
-
-    def __init__(self, message: str, status: int = 422):
-        super().__init__(message)
-        self.status = status
+class EvaluationError(RequestRefused):
+    """A request evaluation refuses."""
 
 
 # --- golden questions ----------------------------------------------------------------------------------------

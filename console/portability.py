@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from agents.models import AgentSession, ChatMessage
 from console.models import EvaluationRun, GoldenQuestion
+from core.errors import RequestRefused
 from knowledge.models import Chunk, Document
 from knowledge.services import sync_chunks
 from memories import mirror
@@ -68,7 +69,7 @@ class _ExactJSONEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-class PortabilityError(ValueError):
+class PortabilityError(RequestRefused):
     """An archive that cannot be imported; the message says why."""
 
 

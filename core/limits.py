@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from core.errors import RequestRefused
+
 MAX_CONTENT_CHARS = 100_000
 MAX_QUERY_CHARS = 2_000
 MAX_SHORT_TEXT_CHARS = 2_000  # episodic context and outcome, titles, descriptions
@@ -26,7 +28,7 @@ MAX_CHAT_TOTAL_CHARS = 100_000
 _UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
-class InputRejected(ValueError):
+class InputRejected(RequestRefused):
     """Input over a cap or with characters Mnemo does not store; the message names the field and the rule."""
 
 

@@ -284,10 +284,5 @@ def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     namespace = payload.get("namespace") or "default"
     if not isinstance(namespace, str):
         raise HttpError(422, "namespace must be a string")
-    try:
-        tool = RAGTool(
-            rag_namespace=namespace, user_id=_owner(request).get_username(), allow_file_paths=False
-        )
-    except services.KnowledgeError as exc:
-        raise HttpError(422, str(exc)) from None
+    tool = RAGTool(rag_namespace=namespace, user_id=_owner(request).get_username(), allow_file_paths=False)
     return tool.execute(payload).__dict__

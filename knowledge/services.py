@@ -23,6 +23,7 @@ from django.utils import timezone
 from core import hybrid, privacy, stores
 from core.dispatch import dispatch_on_commit
 from core.embeddings import EmbeddingError
+from core.errors import RequestRefused
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, Document, DocumentStatus
@@ -51,12 +52,8 @@ ACTIVE_STATES = (
 STALLED_AFTER = timedelta(minutes=15)
 
 
-class KnowledgeError(ValueError):
-    """A request the knowledge base refuses; `status` is the HTTP status that fits."""
-
-    def __init__(self, message: str, status: int = 422):
-        super().__init__(message)
-        self.status = status
+class KnowledgeError(RequestRefused):
+    """A request the knowledge base refuses."""
 
 
 class Cancelled(Exception):

@@ -322,15 +322,12 @@ def list_proposals(request: HttpRequest, status: str = "pending"):
 def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["approve", "reject", "undo"]):
     api_key = require_write(request)
     proposal = get_object_or_404(Proposal, pk=proposal_id, user=_owner(request))
-    try:
-        if decision == "approve":
-            proposal = cleaning.approve(proposal, api_key=api_key, via=EditVia.API)
-        elif decision == "reject":
-            proposal = cleaning.reject(proposal)
-        else:
-            proposal = cleaning.undo(proposal, api_key=api_key, via=EditVia.API)
-    except cleaning.ProposalError as exc:
-        raise HttpError(409, str(exc)) from None
+    if decision == "approve":
+        proposal = cleaning.approve(proposal, api_key=api_key, via=EditVia.API)
+    elif decision == "reject":
+        proposal = cleaning.reject(proposal)
+    else:
+        proposal = cleaning.undo(proposal, api_key=api_key, via=EditVia.API)
     return Proposal.objects.select_related("memory", "target").get(pk=proposal.pk)
 
 

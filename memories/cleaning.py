@@ -13,12 +13,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import RequestRefused
 from memories import curation, services
 from memories.models import EditVia, Memory, MemoryEdit, Proposal, ProposalAction, ProposalStatus
 
 
-class ProposalError(Exception):
+class ProposalError(RequestRefused):
     """A proposal that cannot be decided in its present state (already decided, or its memories changed)."""
+
+    status = 409
 
 
 @dataclass(frozen=True)

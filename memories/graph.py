@@ -14,6 +14,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from core import stores
+from core.errors import RequestRefused
 from core.graph import EntityNode, RelationEdge
 from core.models import MirrorState
 from core.queries import owned_by_pk
@@ -21,8 +22,8 @@ from memories.entities import entity_key
 from memories.models import EditVia, Entity, EntityType, GraphAction, GraphEdit, MemoryEntity, Relation
 
 
-class GraphRequestError(ValueError):
-    pass
+class GraphRequestError(RequestRefused):
+    """A graph edit that cannot be made (merging an entity into itself, a name already taken, …)."""
 
 
 def entity_node(entity: Entity) -> EntityNode:

@@ -80,10 +80,7 @@ def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
     require_write(request)
     source = _entity(request, entity_id)
     target = _entity(request, payload.into)
-    try:
-        return graph.entity_merge(user=_owner(request), source=source, target=target, editor=_editor(request))
-    except graph.GraphRequestError as exc:
-        raise HttpError(422, str(exc)) from None
+    return graph.entity_merge(user=_owner(request), source=source, target=target, editor=_editor(request))
 
 
 @router.delete(
