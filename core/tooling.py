@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from ninja import Schema
 
 from core.limits import InputRejected
 
@@ -26,6 +27,14 @@ class ToolReply:
     ok: bool
     text: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolOut(Schema):
+    """A ToolReply as the tool endpoints answer it."""
+
+    ok: bool
+    text: str
+    data: dict[str, Any]
 
 
 def tool_user(user_id: str):

@@ -14,6 +14,7 @@ from core import hybrid
 from core.auth import require_write
 from core.limits import MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
+from core.tooling import ToolOut
 from knowledge import services
 from knowledge.models import Chunk, Document
 from knowledge.search import ask, search_chunks
@@ -127,12 +128,6 @@ class AskOut(Schema):
     notice: str
 
 
-class ToolOut(Schema):
-    ok: bool
-    text: str
-    data: dict[str, Any]
-
-
 class DocumentFilter(Schema):
     namespace: str | None = None
     status: (
@@ -238,19 +233,7 @@ def list_chunks(request: HttpRequest, document_id: UUID):
 @router.post("/knowledge/search", response=KnowledgeSearchOut, summary="Hybrid search over chunks")
 def knowledge_search(request: HttpRequest, payload: KnowledgeSearchIn):
     result = search_chunks(user=_owner(request), **payload.dict())
-    results = [
-        {
-            "chunk_id": hit.chunk.pk,
-            "document_id": hit.chunk.document_id,
-            "document_title": hit.chunk.document.title,
-            "heading_path": hit.chunk.heading_path,
-            "ordinal": hit.chunk.ordinal,
-            "text": hit.chunk.text,
-            "score": hit.score,
-            "scores": hit.scores,
-        }
-        for hit in result.hits
-    ]
+    results = [hit.as_dict() for hit in result.hits]
     return {"results": results, "notice": result.notice, "queries": result.queries}
 
 

@@ -31,6 +31,23 @@ class ChunkHit:
     score: float
     scores: dict[str, float] = field(default_factory=dict)
 
+    def as_dict(self, max_chars: int | None = None) -> dict:
+        """The hit as the API, the tools and citations give it; the text cut at `max_chars` if given."""
+        chunk = self.chunk
+        text = chunk.text
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + "…"
+        return {
+            "chunk_id": str(chunk.pk),
+            "document_id": str(chunk.document_id),
+            "document_title": chunk.document.title,
+            "heading_path": chunk.heading_path,
+            "ordinal": chunk.ordinal,
+            "score": self.score,
+            "scores": self.scores,
+            "text": text,
+        }
+
 
 @dataclass
 class KnowledgeResult:
@@ -177,16 +194,4 @@ def ask(
 
 
 def citation(n: int, hit: ChunkHit, max_chars: int) -> dict:
-    chunk = hit.chunk
-    text = chunk.text if len(chunk.text) <= max_chars else chunk.text[:max_chars] + "…"
-    return {
-        "n": n,
-        "chunk_id": str(chunk.pk),
-        "document_id": str(chunk.document_id),
-        "document_title": chunk.document.title,
-        "heading_path": chunk.heading_path,
-        "ordinal": chunk.ordinal,
-        "score": hit.score,
-        "scores": hit.scores,
-        "text": text,
-    }
+    return {"n": n, **hit.as_dict(max_chars)}

@@ -148,18 +148,7 @@ class RAGTool(ActionTool):
             hyde=advanced,
         )
         data = {
-            "results": [
-                {
-                    "chunk_id": str(hit.chunk.pk),
-                    "document_id": str(hit.chunk.document_id),
-                    "document_title": hit.chunk.document.title,
-                    "heading_path": hit.chunk.heading_path,
-                    "text": hit.chunk.text,
-                    "score": hit.score,
-                    "scores": hit.scores,
-                }
-                for hit in result.hits
-            ],
+            "results": [hit.as_dict() for hit in result.hits],
             "notice": result.notice,
         }
         if not result.hits:

@@ -18,20 +18,19 @@ from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Length, Substr
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import (
-    HttpResponseClientRedirect,
     HttpResponseClientRefresh,
     push_url,
     trigger_client_event,
 )
 
 from core import hybrid
+from core.pages import from_row, navigate, next_url
 from core.querystrings import clean_query
 from knowledge import services
 from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
@@ -64,18 +63,6 @@ def _namespaces(request: HttpRequest) -> list[str]:
 
 def _with_query(url: str, query: QueryDict) -> str:
     return f"{url}?{query.urlencode()}" if query else url
-
-
-def _next_url(request: HttpRequest, default: str) -> str:
-    url = request.POST.get("next", "")
-    if url and url_has_allowed_host_and_scheme(url, {request.get_host()}, request.is_secure()):
-        return url
-    return default
-
-
-def _redirect(request: HttpRequest, url: str) -> HttpResponse:
-    # htmx would swap a followed redirect into the element that asked; make the browser navigate instead.
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def chunk_url(chunk_id: uuid.UUID | str, document_id: uuid.UUID | str, ordinal: int) -> str:
@@ -203,11 +190,6 @@ def document_upload(request: HttpRequest) -> HttpResponse:
     return render(request, LIBRARY_TEMPLATE, _library(request, namespaces) | context, status=status)
 
 
-def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
-    """An htmx request from the library's row (its id is the HX-Target), which gets the row partial back."""
-    return bool(request.htmx) and request.htmx.target == f"document-{pk}"
-
-
 def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **extra) -> HttpResponse:
     document = get_object_or_404(_owned(request).defer("markdown").with_chunk_count(), pk=pk)
     context = {"document": document, "active_states": services.ACTIVE_STATES, **extra}
@@ -229,13 +211,13 @@ def _change_state(request: HttpRequest, pk: uuid.UUID, action: Callable[[Documen
         error, status = str(exc), exc.status
     else:
         error, status = "", 200
-    if _from_row(request, pk):
+    if from_row(request, f"document-{pk}"):
         return _render_row(request, pk, status=status, row_error=error)
     if error:
         messages.error(request, error)
     else:
         messages.success(request, done)
-    return _redirect(request, _next_url(request, reverse("document_detail", args=[pk])))
+    return navigate(request, next_url(request, reverse("document_detail", args=[pk])))
 
 
 @login_required
@@ -262,10 +244,10 @@ def document_cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 def document_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     document = _document(request, pk)
     services.document_delete(document=document)
-    if _from_row(request, pk):
+    if from_row(request, f"document-{pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
     messages.success(request, f"Deleted “{document.title}” with its chunks and vectors.")
-    return _redirect(request, _next_url(request, reverse("library")))
+    return navigate(request, next_url(request, reverse("library")))
 
 
 # --- one document --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ninja.security import django_auth
 from agents.models import AgentSession
 from core.auth import API_AUTH, require_write
 from core.pagination import BoundedLimitOffset
+from core.tooling import ToolOut
 from memories import cleaning, services
 from memories.models import EditVia, Memory, Proposal
 from memories.profile import GROUPS, user_profile
@@ -40,7 +41,6 @@ from memories.schemas import (
     SearchOut,
     SessionDetailOut,
     SessionOut,
-    ToolOut,
     WrittenMemoryOut,
 )
 from memories.tools import MemoryTool

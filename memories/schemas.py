@@ -194,12 +194,6 @@ class SessionDetailOut(SessionOut):
     memories: list[MemoryOut]
 
 
-class ToolOut(Schema):
-    ok: bool
-    text: str
-    data: dict[str, Any]
-
-
 class EntityOut(Schema):
     id: UUID
     name: str

@@ -20,11 +20,11 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect, push_url
+from django_htmx.http import push_url
 
 from agents.models import AgentSession
+from core.pages import from_row, navigate, next_url
 from core.querystrings import clean_query
 from memories import authoring_views, bulk, cleaning, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
@@ -270,23 +270,6 @@ def _memory(request: HttpRequest, pk: uuid.UUID) -> Memory:
     return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
 
 
-def _next_url(request: HttpRequest, default: str) -> str:
-    url = request.POST.get("next", "")
-    if url and url_has_allowed_host_and_scheme(url, {request.get_host()}, request.is_secure()):
-        return url
-    return default
-
-
-def _from_row(request: HttpRequest, pk: uuid.UUID) -> bool:
-    """An htmx action from the browser's row (its id is the HX-Target), which gets the row partial back."""
-    return bool(request.htmx) and request.htmx.target == f"memory-{pk}"
-
-
-def _redirect(request: HttpRequest, url: str) -> HttpResponse:
-    # htmx would swap a followed redirect into the form that asked; make the browser navigate instead.
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
 @login_required
 @require_GET
 def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -324,11 +307,11 @@ def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> Htt
     memory = services.memory_archive(
         memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user, archived=archived
     )
-    if _from_row(request, memory.pk):
+    if from_row(request, f"memory-{memory.pk}"):
         listing.attach_entities([memory])
         return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
     messages.success(request, "Memory archived." if archived else "Memory restored.")
-    return _redirect(request, _next_url(request, reverse("memory_detail", args=[memory.pk])))
+    return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
 @login_required
@@ -349,7 +332,7 @@ def memory_reinstate(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Make a superseded fact current again."""
     memory = services.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
     messages.success(request, "The fact is current again.")
-    return _redirect(request, _next_url(request, reverse("memory_detail", args=[memory.pk])))
+    return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
 @login_required
@@ -357,10 +340,10 @@ def memory_reinstate(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 def memory_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
     services.memories_delete(user=request.user, memory_ids=[memory.pk])
-    if _from_row(request, memory.pk):
+    if from_row(request, f"memory-{memory.pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
     messages.success(request, "Memory deleted.")
-    return _redirect(request, _next_url(request, reverse("memory_list")))
+    return navigate(request, next_url(request, reverse("memory_list")))
 
 
 def _change_rows(changes: object) -> list[tuple[str, str, str]]:
