@@ -153,5 +153,5 @@ def redact_url(url: str) -> str:
 
 
 def wait_for_local_tasks(timeout: float = 30.0) -> None:
-    """Block until everything queued on the local pool so far has run (tests and management commands)."""
+    """Block until everything queued on the local pool so far has run (the tests wait on it)."""
     wait(list(_pending), timeout=timeout)

@@ -89,7 +89,7 @@ def embedding_set() -> "EmbeddingSet":
 
 
 def reset(*, embeddings: bool = True) -> None:
-    """Close and forget the handles (tests that switch settings, and shutdown); models are costly to reload."""
+    """Close and forget the handles (tests that switch settings); models are costly to reload."""
     with _lock:
         graph_breaker.reset()
         for opener in (_vector_store, graph_store):

@@ -1,6 +1,6 @@
 """Vector stores: one interface, two backends (Qdrant Edge embedded, Qdrant server via qdrant-client).
 
-    store = open_vector_store(url=settings.QDRANT_URL, path=settings.VECTOR_DIR, ...)
+    store = open_vector_store(url=settings.QDRANT_URL, path=settings.QDRANT_EDGE_PATH, ...)
     store.ensure_collection(CollectionSpec("memories", dense={"minilm": 384}, sparse=("lexical",)))
     store.upsert("memories", [Point(id=str(memory.pk), dense={...}, sparse={...}, payload={...})])
     hits = store.search("memories", using="minilm", vector=query_vector, limit=20, where={"user_id": "42"})
