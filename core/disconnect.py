@@ -6,7 +6,6 @@ socket readable with nothing to read, which a non-blocking peek tells without co
 still holds. Elsewhere (Django's test client, runserver) there is no socket to ask, and the client counts as there.
 """
 
-import select
 import socket
 
 from django.http import HttpRequest
@@ -22,13 +21,10 @@ def client_gone(request: HttpRequest | None) -> bool:
     if not isinstance(sock, socket.socket) or sock.fileno() < 0:
         return False
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return False  # nothing arrived: the client is waiting
         # An empty peek is the peer's FIN; bytes mean it is still talking (a pipelined request, an unread body).
         # The base class's recv reads the raw stream, also under TLS, where the SSL socket refuses MSG_PEEK.
         return socket.socket.recv(sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except (BlockingIOError, InterruptedError):
-        return False
+        return False  # nothing arrived: the client is waiting
     except OSError:  # reset by the peer, or already closed
         return True
