@@ -4,6 +4,10 @@ One turn: store the user's message → capture it in working memory (and, withou
 → retrieve memories and knowledge → answer (the LLM with tool calls, bounded rounds; or, with no LLM, the
 retrieved passages, labelled retrieval-only) → store the answer with its tool trace, citations, tokens and
 latency. `turn()` yields events as they happen so the page and the API can stream.
+
+The model calls and tool rounds share one Budget (core.llm): LLM_TURN_SECONDS, and only while the request's client
+waits. A turn whose client went away stops before its next model call, chunk or tool call, and its answer is kept
+with the error saying so (`cancelled` on the result), so nothing more is asked, stored or spent for nobody.
 """
 
 import json
@@ -13,15 +17,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
 from django.utils import timezone
 
 from agents.models import AgentSession, ChatMessage, ChatRole
 from agents.toolspecs import FUNCTIONS, openai_tools
 from core import privacy
+from core.disconnect import ClientGone
 from core.limits import MAX_QUERY_CHARS
-from core.llm import LLMError, ToolCall, get_llm
+from core.llm import Budget, LLMError, ToolCall, get_llm
 from core.models import ApiKey, PrivacySettings
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
@@ -47,6 +52,7 @@ SYSTEM_PROMPT = (
     "Cite knowledge passages as [n]."
 )
 RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
+CANCELLED = "cancelled: the client went away before the answer was ready"
 # Asking what Mnemo knows about oneself, in English or Chinese.
 ABOUT_ME = re.compile(
     r"\bwhat (?:do|did) you (?:know|remember) about me\b|\btell me (?:what you know )?about (?:me|myself)\b"
@@ -63,13 +69,23 @@ class TurnResult:
     memories: list[MemoryHit] = field(default_factory=list)
     chunks: list[ChunkHit] = field(default_factory=list)
     saved: list[dict] = field(default_factory=list)
+    cancelled: bool = False  # the client went away: the answer stopped where it was
 
 
 class Agent:
-    def __init__(self, *, user: AbstractBaseUser, session: AgentSession, api_key: ApiKey | None = None):
+    def __init__(
+        self,
+        *,
+        user: AbstractBaseUser,
+        session: AgentSession,
+        api_key: ApiKey | None = None,
+        request: HttpRequest | None = None,
+    ):
+        """`request`: the HTTP request the turn answers, whose client going away stops the turn."""
         self.user = user
         self.session = session
         self.api_key = api_key
+        self.request = request
         self.llm = get_llm()
 
     # --- the turn -----------------------------------------------------------------------------------------
@@ -115,7 +131,8 @@ class Agent:
         assistant.latency_ms = round((time.perf_counter() - started) * 1000)
         assistant.save()
         self._consolidate_if_due()
-        yield {"type": "done", "result": TurnResult(assistant, answer, memories, chunks, saved)}
+        cancelled = assistant.error == CANCELLED
+        yield {"type": "done", "result": TurnResult(assistant, answer, memories, chunks, saved, cancelled)}
 
     def run(self, text: str, history: list[dict] | None = None) -> TurnResult:
         for event in self.turn(text, history):
@@ -218,14 +235,17 @@ class Agent:
         messages.append({"role": "user", "content": text})
         trace: list[dict] = []
         answer = ""
-        deadline = time.monotonic() + settings.LLM_TURN_SECONDS
+        budget = Budget.for_request(self.request)
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offer_tools = round_number < MAX_TOOL_ROUNDS  # the last round must answer in words
             try:
                 stream = self.llm.stream(
-                    messages, tools=openai_tools() if offer_tools else None, deadline=deadline
+                    messages, tools=openai_tools() if offer_tools else None, budget=budget
                 )
                 completion = yield from _relay(stream)
+            except ClientGone:
+                assistant.error = CANCELLED
+                break
             except LLMError as exc:
                 assistant.error = str(exc)
                 answer = f"⚠️ The language model failed: {exc}"
@@ -250,15 +270,23 @@ class Agent:
                     ],
                 }
             )
-            for call in completion.tool_calls:
-                outcome = self._call_tool(call, user_message, saved)
-                trace.append(outcome)
-                yield {"type": "tool", "call": outcome}
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome["result"]})
+            try:
+                for call in completion.tool_calls:
+                    if budget.gone():  # nobody waits for what the tool would find or store
+                        raise ClientGone
+                    outcome = self._call_tool(call, user_message, saved, budget)
+                    trace.append(outcome)
+                    yield {"type": "tool", "call": outcome}
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome["result"]})
+            except ClientGone:
+                assistant.error = CANCELLED
+                break
         assistant.tool_calls = trace
         return answer
 
-    def _call_tool(self, call: ToolCall, user_message: ChatMessage, saved: list[dict]) -> dict:
+    def _call_tool(
+        self, call: ToolCall, user_message: ChatMessage, saved: list[dict], budget: Budget
+    ) -> dict:
         outcome = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": False, "result": ""}
         if call.name not in FUNCTIONS:
             outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(FUNCTIONS)}"
@@ -279,8 +307,10 @@ class Agent:
                     user_id=self.user.get_username(), session_id=self.session.key, api_key=self.api_key
                 )
             else:
-                tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False)
+                tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False, budget=budget)
             reply = tool.execute({**arguments, "action": action})
+        except ClientGone:
+            raise
         except Exception as exc:  # a failing tool is reported to the model and the user, never a 500
             logger.exception("tool %s failed", call.name)
             outcome["result"] = f"error: the tool failed ({exc.__class__.__name__}: {exc})"

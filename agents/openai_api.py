@@ -3,6 +3,10 @@
 Any OpenAI client works with base_url http://127.0.0.1:8000/v1 and an Mnemo API key as its api_key. The
 conversation's last user message is the turn; earlier messages are the history the client keeps. The session is
 the request's `user` field (or X-Mnemo-Session header), so one client conversation maps to one Mnemo session.
+
+A turn's model calls share LLM_TURN_SECONDS, and stop when the client disconnects: a stream when its next write
+fails, an answer sent whole (under gunicorn) before its next model call, streamed chunk or tool call. The stopped
+turn is kept in the session with the error "cancelled: …", and its access log line says 499.
 """
 
 import json
@@ -94,7 +98,7 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         session = session_for_key(user=api_key.user, key=session_key)
     except InputRejected as exc:  # OpenAI answers 400 to an over-long conversation too
         return _error(400, str(exc))
-    agent = Agent(user=api_key.user, session=session, api_key=api_key)
+    agent = Agent(user=api_key.user, session=session, api_key=api_key, request=request)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     turn = agent.turn(text, history=history)
@@ -105,6 +109,8 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         return response
     result = next(event["result"] for event in turn if event["type"] == "done")
     message = result.message
+    if result.cancelled:  # nobody reads this; 499 (nginx's "client closed request") tells the access log why
+        return _error(499, message.error, "client_closed_request")
     if message.error:  # the turn is kept in the session with its error; the client learns it failed
         return _error(502, f"The language model failed: {message.error}", "api_error")
     return JsonResponse(

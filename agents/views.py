@@ -249,7 +249,7 @@ def chat_send(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         session = _labelled([get_object_or_404(_sessions(request.user), pk=pk)])[0]
         return render(request, SESSION_TEMPLATE, _session_context(request, session, form), status=422)
     try:
-        result = Agent(user=request.user, session=session).run(form.cleaned_data["text"])
+        result = Agent(user=request.user, session=session, request=request).run(form.cleaned_data["text"])
     except Exception:  # provider failures are answers already; anything else must not become a 500 page
         logger.exception("chat turn failed in session %s", session.pk)
         messages.error(request, UNEXPECTED_FAILURE)
@@ -301,7 +301,7 @@ def chat_stream(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         return HttpResponse(
             " ".join(form.errors["text"]), status=422, content_type="text/plain; charset=utf-8"
         )
-    agent = Agent(user=request.user, session=session)
+    agent = Agent(user=request.user, session=session, request=request)
     response = StreamingHttpResponse(
         _turn_events(request, agent, form.cleaned_data["text"]),
         content_type="text/event-stream; charset=utf-8",

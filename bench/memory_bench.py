@@ -3,6 +3,7 @@
     .venv/bin/python bench/memory_bench.py locomo                      # all 10 conversations (~10 min here)
     .venv/bin/python bench/memory_bench.py locomo --conversations 1-3  # quick run (no report unless --write)
     .venv/bin/python bench/memory_bench.py latency                     # 1,000 and 10,000 memories (~6 min)
+    .venv/bin/python bench/memory_bench.py load [--stack production]   # 50 clients on 10,000 memories
 
 Each subcommand starts its own Mnemo on the embedded defaults (SQLite + Qdrant Edge + local embedders) in a
 fresh temporary MNEMO_DATA_DIR: `manage.py migrate`, one user per memory owner (`manage.py shell -c`), an API
@@ -186,10 +187,13 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 
 @contextmanager
-def mnemo(usernames: Sequence[str], keep: bool = False, threads: int = 4) -> Iterator[Server]:
-    """A running Mnemo on a fresh embedded data dir, with a write key per user; stopped by PID on exit."""
+def mnemo(
+    usernames: Sequence[str], keep: bool = False, threads: int = 4, stack_env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """A running Mnemo on a fresh embedded data dir, with a write key per user; stopped by PID on exit.
+    `stack_env` moves it off the embedded defaults (bench/production_stack.py)."""
     data_dir = Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
-    env = _server_env(data_dir)
+    env = _server_env(data_dir) | (stack_env or {})
     process = None
     try:
         _manage(env, "migrate", "--no-input", "-v", "0")
@@ -974,17 +978,38 @@ def _hammer(server: Server, clients: int, seconds: float, request) -> dict:
     }
 
 
+@contextmanager
+def loaded_server(args: argparse.Namespace) -> Iterator[tuple[Server, str]]:
+    """The served Mnemo the load runs against, holding `args.size` memories, and a line naming its stack."""
+    # As `make run` serves: one gunicorn worker with 8 threads.
+    if args.stack == "embedded":
+        with mnemo(["load"], threads=8) as server:
+            Client(server, "load").bulk(latency_memories(args.size))
+            yield (
+                server,
+                "the embedded defaults (SQLite, Qdrant Edge, the in-process worker pool, the SQL graph)",
+            )
+        return
+    from production_stack import celery_worker, production_stack, wait_mirrored
+
+    with production_stack(args.neo4j_uri) as stack, mnemo(["load"], threads=8, stack_env=stack.env) as server:
+        with celery_worker(_server_env(server.data_dir) | stack.env, server.data_dir / "worker.log"):
+            Client(server, "load").bulk(latency_memories(args.size))
+            if waiting := wait_mirrored(stack.database_url, args.quiet_wait):
+                print(f"{waiting} memories still wait for their vectors; the search runs anyway", flush=True)
+            yield server, stack.described
+
+
 def run_load(args: argparse.Namespace) -> None:
     questions = latency_queries(10_000)  # every LoCoMo question (categories 1-4), each asked once at most
     started_at = datetime.now(UTC)
     info_before = machine()
     print(
-        f"Load: {args.clients} clients on {args.size:,} memories, {args.seconds:.0f} s per phase …",
+        f"Load on the {args.stack} stack: {args.clients} clients on {args.size:,} memories, "
+        f"{args.seconds:.0f} s per phase …",
         flush=True,
     )
-    # As `make run` serves: one gunicorn worker with 8 threads on the embedded defaults.
-    with mnemo(["load"], threads=8) as server:
-        Client(server, "load").bulk(latency_memories(args.size))
+    with loaded_server(args) as (server, stack):
         wait_quiet(args.quiet_wait)
         url = f"{server.base_url}/api/v1/memories"
 
@@ -1015,16 +1040,35 @@ def run_load(args: argparse.Namespace) -> None:
     print("\n".join(rows))
     if args.no_write:
         return
-    report = f"""# Memory API under load
+    production = args.stack == "production"
+    command = f"load --stack {args.stack}" if production else "load"
+    extra = " --neo4j-uri …" if args.neo4j_uri else ""
+    waited = (
+        " The clients start once every memory is mirrored (the request writes the vectors; a failed write is "
+        "left to the worker's sweep). The Celery worker shares the two cores with the server and the clients, "
+        "and works through the tasks the added memories queue during the add phase."
+        if production
+        else ""
+    )
+    caveat = (
+        "\nQdrant here is no Qdrant server (none installs on this machine): every vector call of the server and the "
+        "worker goes over REST to qdrant-client's local engine (exact search in Python) in a process of its "
+        "own, which answers one call at a time. A search makes about a dozen such calls (queries and counts, "
+        "30-80 ms each there), so the search rate is the stand-in's, not what PostgreSQL and a Qdrant server "
+        "would allow."
+        if production
+        else ""
+    )
+    report = f"""# Memory API under load{" on the production stack" if production else ""}
 
-Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/memory_bench.py load --size {args.size} --clients {args.clients}
---seconds {args.seconds:.0f}`. Machine: nproc {info_before["nproc"]}, {info_before["cpu"]}; load average
-{info_before["load"]} before, {load()} after. Versions: {versions()}.
+Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/memory_bench.py {command} --size {args.size} --clients {args.clients}
+--seconds {args.seconds:.0f}{extra}`. Machine: nproc {info_before["nproc"]}, {info_before["cpu"]}; load average
+{info_before["load"]} before, {load()} after. Versions: {versions(["psycopg", "celery", "redis", "qdrant-client"] if production else ())}.
 
 ## Method
 
-A fresh Mnemo on the embedded defaults served as `make run` serves it (gunicorn, one worker, 8 threads) on a
-local port, loaded with {args.size:,} episodic memories (LoCoMo turns, `POST /api/v1/memories/bulk`). Then
+A fresh Mnemo on {stack}, served as `make run` serves it (gunicorn, one worker, 8 threads) on a
+local port, loaded with {args.size:,} episodic memories (LoCoMo turns, `POST /api/v1/memories/bulk`).{waited} Then
 {args.clients} client threads, each on its own keep-alive connection, send requests back to back for
 {args.seconds:.0f} s: first `POST /api/v1/memories/search` (every query distinct: a LoCoMo question with the client
 and request number; the server has no result cache), then `POST /api/v1/memories/` (distinct contents). Latency is
@@ -1034,10 +1078,11 @@ client-side wall time per request; an error is any status >= 400 or a failed con
 
 {chr(10).join(rows)}
 
-The client threads run on the same two cores as the server, so the figures are a floor for the server alone.
+The client threads run on the same two cores as the server, so the figures are a floor for the server alone.{caveat}
 """
-    (RESULTS / "memory_load.md").write_text(report)
-    print(f"Wrote {RESULTS / 'memory_load.md'}")
+    path = RESULTS / ("memory_load_production.md" if production else "memory_load.md")
+    path.write_text(report)
+    print(f"Wrote {path}")
 
 
 def main() -> None:
@@ -1062,6 +1107,13 @@ def main() -> None:
     loaded.add_argument("--seconds", type=float, default=30.0, help="how long each phase runs")
     loaded.add_argument("--no-write", action="store_true")
     loaded.add_argument("--quiet-wait", type=float, default=180)
+    loaded.add_argument(
+        "--stack",
+        choices=["embedded", "production"],
+        default="embedded",
+        help="production: PostgreSQL + Redis + a Celery worker + Qdrant (bench/production_stack.py)",
+    )
+    loaded.add_argument("--neo4j-uri", default="", help="with --stack production: Neo4j for the graph")
     split = sub.add_parser("_split", help=argparse.SUPPRESS)
     split.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()

@@ -6,6 +6,7 @@ from ninja.errors import AuthenticationError
 from ninja.renderers import JSONRenderer
 
 from core.auth import API_AUTH
+from core.disconnect import ClientGone
 from core.errors import RequestRefused
 from core.health import run_checks
 
@@ -51,6 +52,8 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
         statuses["409"] = "The proposal is not in a state that allows this"
     if path.endswith("/reinstate"):
         statuses["409"] = "The memory is current: nothing replaced it"
+    if path.endswith(("/knowledge/ask", "/knowledge/search", "/tools/rag")):
+        statuses["499"] = "The client disconnected before the LLM's answer was ready (for the access log)"
     return statuses
 
 
@@ -101,6 +104,12 @@ api.add_router("/data/", "console.api.data_router")
 def refused(request: HttpRequest, exc: RequestRefused):
     """Every app's refusal (core.errors), with the status its class names."""
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
+
+
+@api.exception_handler(ClientGone)
+def client_left(request: HttpRequest, exc: ClientGone):
+    # Nobody reads this answer: 499 (nginx's "client closed request") tells the access log why the work stopped.
+    return api.create_response(request, {"detail": str(exc)}, status=499)
 
 
 @api.exception_handler(AuthenticationError)

@@ -3,7 +3,8 @@
 The archive is a ZIP of `manifest.json`, `data.jsonl` (Django's JSON-lines serializer, rows in dependency order,
 users by username) and `files/` (uploaded documents and perceptual files under their stored names). It holds
 memories with every field, their edit history and access log, sessions with chat messages, entities, links and
-relations, documents with their original files and chunks, golden questions and evaluation runs. API keys stay
+relations with the graph's curation log, documents with their original files and chunks, golden questions and
+evaluation runs. API keys stay
 behind: their secrets are not the user's to carry, so edits and accesses made through a key keep no key.
 
 Vectors are not in the archive: the import writes rows as they were and then mirrors them, as resync_mirrors does.
@@ -33,7 +34,16 @@ from knowledge.models import Chunk, Document
 from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
-from memories.models import Entity, Fact, Memory, MemoryAccess, MemoryEdit, MemoryEntity, Relation
+from memories.models import (
+    Entity,
+    Fact,
+    GraphEdit,
+    Memory,
+    MemoryAccess,
+    MemoryEdit,
+    MemoryEntity,
+    Relation,
+)
 
 FORMAT = "mnemo-user-export"
 VERSION = 1
@@ -50,11 +60,12 @@ MODELS = (
     Entity,
     MemoryEntity,
     Relation,
+    GraphEdit,  # names entities and relations by id, which the import keeps
     GoldenQuestion,
     EvaluationRun,
 )
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
-RENUMBERED = (Fact, MemoryAccess, GoldenQuestion, EvaluationRun)
+RENUMBERED = (Fact, MemoryAccess, GraphEdit, GoldenQuestion, EvaluationRun)
 FILE_FIELDS = {Document: "file", Memory: "file"}
 MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
 

@@ -5,17 +5,51 @@ configured, and every provider failure becomes an LLMError whose message names t
 """
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
+
+from core.disconnect import ClientGone, client_gone
 
 
 class LLMError(Exception):
     """The LLM provider failed; str(e) is fit to show a user."""
+
+
+def _waiting() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one request may still spend on the LLM: time until `deadline` (time.monotonic(), LLM_TURN_SECONDS
+    from its start) and only while its client waits. Checked before each call and between streamed chunks."""
+
+    deadline: float
+    gone: Callable[[], bool] = _waiting
+
+    @classmethod
+    def for_request(cls, request: HttpRequest | None = None) -> "Budget":
+        """LLM_TURN_SECONDS from now, and stopped early when `request`'s client disconnects (under gunicorn)."""
+        gone = (lambda: client_gone(request)) if request is not None else _waiting
+        return cls(time.monotonic() + settings.LLM_TURN_SECONDS, gone)
+
+    def remaining(self) -> float:
+        """Seconds left; raises ClientGone or LLMError when nothing is."""
+        if self.gone():
+            raise ClientGone("the client went away before the answer was ready")
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise LLMError(
+                f"the LLM took longer than the {settings.LLM_TURN_SECONDS:g} s a chat turn may take "
+                "(LLM_TURN_SECONDS)"
+            )
+        return remaining
 
 
 @dataclass(frozen=True)
@@ -46,10 +80,13 @@ class LLMClient:
             base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
         )
 
-    def complete(self, messages: list[dict], *, temperature: float = 0.2, **kwargs: Any) -> Completion:
+    def complete(
+        self, messages: list[dict], *, temperature: float = 0.2, budget: Budget | None = None, **kwargs: Any
+    ) -> Completion:
         started = time.perf_counter()
+        client = self._within(budget)
         with self._provider_errors():
-            response = self.client.chat.completions.create(
+            response = client.chat.completions.create(
                 model=self.model, messages=messages, temperature=temperature, **kwargs
             )
         if not response.choices:
@@ -91,25 +128,27 @@ class LLMClient:
         except openai.OpenAIError as exc:
             raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
 
+    def _within(self, budget: Budget | None):
+        """The client for one call: with a budget, the connection and each read wait at most what is left of it,
+        with no retry."""
+        if budget is None:
+            return self.client
+        return self.client.with_options(timeout=min(self.client.timeout, budget.remaining()), max_retries=0)
+
     def stream(
-        self, messages: list[dict], *, temperature: float = 0.2, deadline: float | None = None, **kwargs: Any
+        self, messages: list[dict], *, temperature: float = 0.2, budget: Budget | None = None, **kwargs: Any
     ):
         """Yield text deltas as they arrive; the generator's return value is the whole Completion
         (tool calls assembled from their streamed fragments).
 
-        ``deadline`` (time.monotonic()) bounds the whole call: the connection and each read wait at most until
-        then, with no retry, and a provider that keeps sending slowly is cut off there.
+        ``budget`` bounds the whole call: a provider that keeps sending slowly is cut off at its deadline, and the
+        call stops at the next chunk once the client has gone.
         """
         started = time.perf_counter()
         text: list[str] = []
         calls: dict[int, dict] = {}
         usage = None
-        client = self.client
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LLMError(self._over_budget())
-            client = client.with_options(timeout=min(client.timeout, remaining), max_retries=0)
+        client = self._within(budget)
         with self._provider_errors():
             response = client.chat.completions.create(
                 model=self.model,
@@ -123,8 +162,8 @@ class LLMClient:
             # provider stops generating for nobody.
             with response:
                 for chunk in response:
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise LLMError(self._over_budget())
+                    if budget is not None:
+                        budget.remaining()
                     usage = chunk.usage or usage
                     if not chunk.choices:
                         continue
@@ -148,10 +187,6 @@ class LLMClient:
                 for index, call in sorted(calls.items())
             ],
         )
-
-    @staticmethod
-    def _over_budget() -> str:
-        return f"the LLM took longer than the {settings.LLM_TURN_SECONDS:g} s a chat turn may take (LLM_TURN_SECONDS)"
 
     def ask(self, system: str, user: str, **kwargs: Any) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]

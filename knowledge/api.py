@@ -13,6 +13,7 @@ from ninja.pagination import paginate
 from core import hybrid
 from core.auth import require_write
 from core.limits import MAX_QUERY_CHARS
+from core.llm import Budget
 from core.pagination import BoundedLimitOffset
 from core.tooling import ToolOut
 from knowledge import services
@@ -25,7 +26,9 @@ tools_router = Router(tags=["tools"])
 
 LLM_COST = (
     " `mqe` (multi-query expansion) adds one LLM call and a search per extra query; `hyde` adds one LLM call. "
-    "Both run only when an LLM is configured (LLM_BASE_URL); otherwise the notice says they were skipped."
+    "Both run only when an LLM is configured (LLM_BASE_URL); otherwise the notice says they were skipped. "
+    "The model calls of one request share LLM_TURN_SECONDS (120 by default), and stop before the next call or "
+    "chunk once the client has disconnected (logged as 499)."
 )
 
 
@@ -232,7 +235,7 @@ def list_chunks(request: HttpRequest, document_id: UUID):
 
 @router.post("/knowledge/search", response=KnowledgeSearchOut, summary="Hybrid search over chunks")
 def knowledge_search(request: HttpRequest, payload: KnowledgeSearchIn):
-    result = search_chunks(user=_owner(request), **payload.dict())
+    result = search_chunks(user=_owner(request), budget=Budget.for_request(request), **payload.dict())
     results = [hit.as_dict() for hit in result.hits]
     return {"results": results, "notice": result.notice, "queries": result.queries}
 
@@ -243,7 +246,7 @@ knowledge_search.__doc__ = "Dense + lexical fused per namespace, filtered by min
 @router.post("/knowledge/ask", response=AskOut, summary="Answer with numbered citations")
 def knowledge_ask(request: HttpRequest, payload: AskIn):
     data = payload.dict()
-    answer = ask(user=_owner(request), question=data.pop("query"), **data)
+    answer = ask(user=_owner(request), question=data.pop("query"), budget=Budget.for_request(request), **data)
     return {
         "answer": answer.text,
         "citations": answer.citations,
@@ -267,5 +270,10 @@ def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     namespace = payload.get("namespace") or "default"
     if not isinstance(namespace, str):
         raise HttpError(422, "namespace must be a string")
-    tool = RAGTool(rag_namespace=namespace, user_id=_owner(request).get_username(), allow_file_paths=False)
+    tool = RAGTool(
+        rag_namespace=namespace,
+        user_id=_owner(request).get_username(),
+        allow_file_paths=False,
+        budget=Budget.for_request(request),
+    )
     return tool.execute(payload).__dict__

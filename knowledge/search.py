@@ -1,7 +1,8 @@
 """Knowledge search and `ask`: hybrid retrieval over one user's chunks in chosen namespaces.
 
 Multi-query expansion (MQE) and HyDE each cost LLM calls, so they run only when asked for and an LLM is
-configured; otherwise the plain hybrid search runs and the notice says why.
+configured; otherwise the plain hybrid search runs and the notice says why. Those calls and `ask`'s answer share
+one Budget (core.llm): LLM_TURN_SECONDS, and only while the request's client waits (ClientGone when it left).
 """
 
 import logging
@@ -13,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from core import hybrid
 from core.limits import MAX_QUERY_CHARS, check_text
-from core.llm import LLMError, get_llm
+from core.llm import Budget, LLMError, get_llm
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
 from knowledge.pipeline.convert import normalise_text
@@ -65,6 +66,7 @@ def search_chunks(
     min_score: float = 0.0,
     mqe: bool = False,
     hyde: bool = False,
+    budget: Budget | None = None,
 ) -> KnowledgeResult:
     # Normalised like the documents' text (knowledge.pipeline.convert.normalise_text), so "ＡＰＩ" finds "API".
     query = normalise_text(check_text(query.strip(), "query", MAX_QUERY_CHARS))
@@ -79,11 +81,12 @@ def search_chunks(
         if llm is None:
             notices.append("MQE/HyDE need an LLM (set LLM_BASE_URL); ran a plain hybrid search instead.")
         else:
+            budget = budget or Budget.for_request()
             try:
                 if mqe:
-                    queries += _expand(llm, query)
+                    queries += _expand(llm, query, budget)
                 if hyde:
-                    hypothetical = _hypothetical_answer(llm, query)
+                    hypothetical = _hypothetical_answer(llm, query, budget)
             except LLMError as exc:
                 notices.append(f"MQE/HyDE skipped: {exc}")
     try:
@@ -124,23 +127,25 @@ def search_chunks(
     return KnowledgeResult(hits[:limit], " ".join(notices), queries)
 
 
-def _expand(llm, query: str) -> list[str]:
+def _expand(llm, query: str, budget: Budget) -> list[str]:
     text = llm.ask(
         "You rewrite search queries. Reply with alternative phrasings of the user's query, one per line, "
         "in the query's language, no numbering, no commentary.",
         f"Query: {query}\nGive {MQE_VARIANTS} alternative queries.",
         temperature=0.3,
+        budget=budget,
     )
     variants = [re.sub(r"^[\s\-*\d.)]+", "", line).strip() for line in text.splitlines()]
     return [variant for variant in variants if variant and variant != query][:MQE_VARIANTS]
 
 
-def _hypothetical_answer(llm, query: str) -> str:
+def _hypothetical_answer(llm, query: str, budget: Budget) -> str:
     return llm.ask(
         "Write a short passage (3-5 sentences) that would answer the question, as it might appear in a document. "
         "Use the question's language.",
         query,
         temperature=0.3,
+        budget=budget,
     )
 
 
@@ -169,10 +174,20 @@ def ask(
     mqe: bool = False,
     hyde: bool = False,
     max_chars: int = 1200,
+    budget: Budget | None = None,
 ) -> Answer:
-    """An answer with numbered citations [n] to chunks; without an LLM, the best passages with the same citations."""
+    """An answer with numbered citations [n] to chunks; without an LLM, the best passages with the same citations.
+    `budget`: pass Budget.for_request(request) so the answer stops when the client leaves."""
+    budget = budget or Budget.for_request()
     result = search_chunks(
-        user=user, query=question, namespaces=namespaces, limit=limit, min_score=min_score, mqe=mqe, hyde=hyde
+        user=user,
+        query=question,
+        namespaces=namespaces,
+        limit=limit,
+        min_score=min_score,
+        mqe=mqe,
+        hyde=hyde,
+        budget=budget,
     )
     citations = [citation(index, hit, max_chars) for index, hit in enumerate(result.hits, start=1)]
     if not citations:
@@ -186,7 +201,9 @@ def ask(
         notice = "No LLM is configured (LLM_BASE_URL): these are the most relevant passages, not a generated answer."
         return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))
     try:
-        text = llm.ask(ASK_SYSTEM, f"Passages:\n{passages}\n\nQuestion: {question}", temperature=0.2)
+        text = llm.ask(
+            ASK_SYSTEM, f"Passages:\n{passages}\n\nQuestion: {question}", temperature=0.2, budget=budget
+        )
     except LLMError as exc:
         notice = f"The LLM failed ({exc}); these are the most relevant passages instead."
         return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core import stores
 from core.limits import InputRejected
-from core.llm import get_llm
+from core.llm import Budget, get_llm
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, tool_user
 from knowledge import services
 from knowledge.models import Chunk, Document, DocumentStatus
@@ -43,6 +43,7 @@ class RAGTool(ActionTool):
         rag_namespace: str = "default",
         user_id: str = "default_user",
         allow_file_paths: bool = True,
+        budget: Budget | None = None,
     ):
         # qdrant_url/qdrant_api_key are accepted for compatibility; Mnemo's settings choose the vector store.
         self.knowledge_base_path = Path(knowledge_base_path)
@@ -52,6 +53,8 @@ class RAGTool(ActionTool):
         self.user = tool_user(user_id)
         # Over the API a file path would read the server's disk: there, documents come as uploads instead.
         self.allow_file_paths = allow_file_paths
+        # `ask` and the advanced search stop when the request's client leaves (core.llm.Budget.for_request).
+        self.budget = budget
 
     def _namespace(self, params: Params) -> str:
         return services.check_namespace(params.text("namespace", self.rag_namespace))
@@ -146,6 +149,7 @@ class RAGTool(ActionTool):
             min_score=params.number("min_score", 0.1, low=0.0, high=1.0),
             mqe=advanced,
             hyde=advanced,
+            budget=self.budget,
         )
         data = {
             "results": [hit.as_dict() for hit in result.hits],
@@ -182,6 +186,7 @@ class RAGTool(ActionTool):
             mqe=advanced,
             hyde=advanced,
             max_chars=params.integer("max_chars", 1200, low=100, high=20000),
+            budget=self.budget,
         )
         data = {
             "answer": answer.text,

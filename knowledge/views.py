@@ -30,6 +30,8 @@ from django_htmx.http import (
 )
 
 from core import hybrid
+from core.disconnect import ClientGone
+from core.llm import Budget
 from core.pages import from_row, navigate, next_url
 from core.querystrings import clean_query
 from knowledge import services
@@ -333,6 +335,13 @@ def linked_answer(text: str, count: int) -> SafeString:
 
 
 def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
+    try:
+        return _retrieval_page(request, asking=asking)
+    except ClientGone:  # nobody reads the page; 499 tells the access log why it stopped
+        return HttpResponse(status=499)
+
+
+def _retrieval_page(request: HttpRequest, *, asking: bool) -> HttpResponse:
     form = SearchForm(request.GET or None, namespaces=_namespaces(request))
     context: dict = {
         "form": form,
@@ -345,6 +354,7 @@ def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
     status = 200
     if form.is_bound and form.is_valid():
         query, arguments = form.cleaned_data["q"], form.search_arguments()
+        arguments["budget"] = Budget.for_request(request)
         if asking:
             answer = ask(user=request.user, question=query, **arguments)
             for citation in answer.citations:

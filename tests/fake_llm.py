@@ -4,7 +4,8 @@ Its replies follow simple rules so tests can script a conversation: a user stati
 `memory_add` tool call; after a tool result it confirms; otherwise it answers from the "Relevant memories"
 section of the system prompt the agent sent. `mode` switches to failure scripts: "slow" (sleeps past the client's
 timeout), "drip" (a long answer streamed a word every 0.3 s, so no single read times out),
-"malformed_tool_call" (broken JSON arguments once), "error" (HTTP 500).
+"malformed_tool_call" (broken JSON arguments once), "error" (HTTP 500), "tool_loop" (a new fact to save after every
+tool result, so a turn uses all its tool rounds). `delay` makes every reply wait that many seconds first.
 """
 
 import json
@@ -19,6 +20,7 @@ NAME_AND_JOB = re.compile(r"my name is (\w+).*?(?:i work as|i am) ((?:an? )?[\w 
 class FakeLLM:
     def __init__(self):
         self.mode = "normal"
+        self.delay = 0.0
         self.requests: list[dict] = []
         self.malformed_sent = False
         self.streams_abandoned = 0  # streams whose reader (Mnemo) closed the connection before the end
@@ -51,6 +53,10 @@ class FakeLLM:
             return {
                 "content": self.curation_replies.pop(0) if self.curation_replies else '{"decision": "add"}'
             }
+        if self.mode == "tool_loop":
+            rounds = sum(message["role"] == "tool" for message in messages)
+            arguments = json.dumps({"content": f"Loop fact number {rounds + 1}.", "memory_type": "semantic"})
+            return {"tool_calls": [{"name": "memory_add", "arguments": arguments}]}
         if last["role"] == "tool":
             return {"content": f"Done: {last['content'][:80]}"}
         user_text = last.get("content") or ""
@@ -103,6 +109,7 @@ class FakeLLM:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 fake.requests.append(body)
+                time.sleep(fake.delay)
                 if fake.mode == "slow":
                     time.sleep(3)
                 if fake.mode == "error":

@@ -9,6 +9,8 @@ from django.db.models import FileField
 from agents.agent import Agent
 from console.portability import MODELS, RENUMBERED, _rows
 from knowledge import services as knowledge
+from memories import graph
+from memories.models import EditVia, Entity, EntityType, GraphEdit
 from memories.services import session_for_key
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +49,7 @@ def snapshot(user) -> dict[str, list]:
 
 
 def test_a_user_round_trips_through_an_archive_field_by_field(
-    api, client, write_key, user, tmp_path, django_capture_on_commit_callbacks
+    api, client, write_key, user, other_user, tmp_path, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         kept = api(
@@ -71,6 +73,15 @@ def test_a_user_round_trips_through_an_archive_field_by_field(
         )
         api("post", "/memories/search", {"query": "李四 前端工程师"})  # an access record
         Agent(user=user, session=session_for_key(user=user, key="chat-1")).run("I live in Lisbon.")
+        # The graph's curation log: a rename from the page (her own edit) and a merge through her key.
+        robert = Entity.objects.create(user=user, name="Robert", key="robert", entity_type=EntityType.PERSON)
+        bob = Entity.objects.create(user=user, name="Bob", key="bob", entity_type=EntityType.PERSON)
+        graph.entity_update(
+            entity=robert, name="Robert Smith", editor=graph.Editor(user=user, via=EditVia.PAGE)
+        )
+        assert api("post", f"/entities/{bob.pk}/merge", {"into": str(robert.pk)}).status_code == 200
+        # Another user's curation stays out of her archive (the import refuses any row not hers).
+        GraphEdit.objects.create(user=other_user, via=EditVia.PAGE, action="delete", label="Theirs")
         document = knowledge.document_create_from_text(
             user=user,
             text="# Guide\n\nMnemo answers from documents. 文档问答。",
@@ -88,6 +99,7 @@ def test_a_user_round_trips_through_an_archive_field_by_field(
     )
     before = snapshot(user)
     assert [label for label, rows in before.items() if not rows] == ["console.EvaluationRun"]
+    assert sorted(edit["action"] for edit in before["memories.GraphEdit"]) == ["merge", "rename"]
 
     archive = tmp_path / "alice.zip"
     call_command("export_user", "alice", str(archive))
@@ -96,6 +108,7 @@ def test_a_user_round_trips_through_an_archive_field_by_field(
 
     alice = get_user_model().objects.get(username="alice")
     assert snapshot(alice) == before
+    assert list(GraphEdit.objects.exclude(user=alice).values_list("label", flat=True)) == ["Theirs"]
     # The mirrors were rebuilt: search finds memories and passages again.
     results = api("post", "/memories/search", {"query": "谁会写前端？"}, key=_key(alice)).json()["results"]
     assert results[0]["id"] == kept["id"]
