@@ -10,13 +10,13 @@ def ingest_document(document_id: str) -> str:
     return document.status if document else "gone"
 
 
-@shared_task(name="knowledge.sync_chunk", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
-def sync_chunk(chunk_id: str) -> str:
-    """Re-embed one chunk after an edit outside ingestion (the admin); a gone chunk loses its point."""
+@shared_task(name="knowledge.sync_chunks", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def sync_chunks_task(chunk_ids: list[str]) -> int:
+    """Re-embed chunks after an edit outside ingestion (the admin); chunks that are gone lose their points."""
     from knowledge.services import sync_chunks
 
-    sync_chunks([chunk_id])
-    return "synced"
+    sync_chunks(chunk_ids)
+    return len(chunk_ids)
 
 
 @shared_task(name="knowledge.resume_stalled")
