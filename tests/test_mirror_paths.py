@@ -1,6 +1,7 @@
 """One mirror path per mirrored model: a row deleted by any path (a service, the admin's delete page or action, a
 queryset, a cascade) leaves no point or node behind, and each write or delete reaches the store once."""
 
+import os
 from collections import Counter
 
 import pytest
@@ -10,8 +11,9 @@ from knowledge.models import Chunk, Document
 from knowledge.services import COLLECTION as CHUNK_COLLECTION
 from knowledge.services import chunk_store, document_create_from_text, document_delete
 from memories import mirror
-from memories.models import Memory
-from memories.services import memories_clear, memories_delete, memory_create
+from memories.graph import entity_delete, relation_delete
+from memories.models import Entity, Memory, Relation
+from memories.services import memories_clear, memories_consolidate, memories_delete, memory_create
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits, so the on-commit mirrors run
 
@@ -165,3 +167,87 @@ def test_a_chunk_deleted_by_any_path_loses_its_point_in_one_delete_per_transacti
     )
     delete_by(lambda: other_user.delete(), theirs)  # the cascade from the user
     assert chunk_points() == set()
+
+
+@pytest.mark.neo4j
+def test_entities_and_relations_deleted_by_any_path_leave_no_node_or_edge(
+    settings, user, other_user, admin_client, neo4j_uri, dispatched, monkeypatch
+):
+    settings.NEO4J_URI = neo4j_uri
+    settings.NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "")
+    stores.reset(embeddings=False)
+    neo4j = stores.graph_store()
+    writes: Counter = Counter()
+    for method in ("upsert_entity", "upsert_relation"):
+        original = getattr(neo4j, method)
+        monkeypatch.setattr(
+            neo4j, method, lambda row, original=original: (writes.update([row.id]), original(row))
+        )
+    owners = [str(user.pk), str(other_user.pk)]
+
+    def in_neo4j() -> tuple[set[str], set[str]]:
+        nodes = neo4j._run("MATCH (e:Entity) WHERE e.user_id IN $u RETURN e.id AS id", u=owners)
+        edges = neo4j._run("MATCH ()-[r:REL]->() WHERE r.user_id IN $u RETURN r.id AS id", u=owners)
+        return {record["id"] for record in nodes}, {record["id"] for record in edges}
+
+    def in_database() -> tuple[set[str], set[str]]:
+        return (
+            {str(pk) for pk in Entity.objects.values_list("pk", flat=True)},
+            {str(pk) for pk in Relation.objects.values_list("pk", flat=True)},
+        )
+
+    try:
+        for content in ("李四擅长React", "李四也会用Vue.js"):
+            memory_create(user=user, content=content, memory_type="working")
+        assert not Entity.objects.exists()  # working memories are not linked
+        # Promoting both links them in one transaction: 李四 is created by the first and counted again by the
+        # second, yet each entity and relation is written once, by one task for the transaction.
+        memories_consolidate(user=user, from_type="working", to_type="semantic", importance_threshold=0)
+        entity_ids, relation_ids = in_database()
+        assert Entity.objects.get(user=user, key="李四").frequency == 2
+        assert len(entity_ids) == 3 and relation_ids
+        assert writes == Counter({row_id: 1 for row_id in entity_ids | relation_ids})
+        assert dispatched["memories.mirror_graph"] == 1
+        first = memory_create(user=user, content="钱七擅长Rust", memory_type="semantic")
+        for content in (
+            "张三在阿里巴巴工作，和王五是同事",
+            "Alice works at Google with Bob",
+            "赵六住在北京，喜欢Python",
+        ):
+            memory_create(user=user, content=content, memory_type="semantic")
+        memory_create(user=other_user, content="Mallory works at Initech with Trent", memory_type="semantic")
+        assert in_neo4j() == in_database()
+        assert Relation.objects.filter(user=user).count() >= 4
+
+        def delete_by(path) -> None:
+            before = in_database()
+            path()
+            after = in_database()
+            assert after[0] < before[0] or after[1] < before[1], path  # something was deleted
+            assert in_neo4j() == after, path
+
+        def a_relation() -> Relation:
+            return Relation.objects.filter(user=user).order_by("pk").first()
+
+        def an_entity() -> Entity:
+            return Entity.objects.filter(user=user).order_by("pk").first()
+
+        delete_by(lambda: relation_delete(relation=a_relation()))  # the graph service
+        delete_by(lambda: entity_delete(entity=an_entity()))  # the service: its relations cascade
+        delete_by(
+            lambda: admin_client.post(f"/admin/memories/relation/{a_relation().pk}/delete/", {"post": "yes"})
+        )
+        delete_by(
+            lambda: admin_client.post(f"/admin/memories/entity/{an_entity().pk}/delete/", {"post": "yes"})
+        )
+        delete_by(lambda: Relation.objects.filter(pk=a_relation().pk).delete())
+        delete_by(lambda: Entity.objects.filter(pk=an_entity().pk).delete())
+        # A deleted memory takes the entities only it mentioned, and their relations.
+        delete_by(lambda: memories_delete(user=user, memory_ids=[first.pk]))
+        delete_by(lambda: other_user.delete())  # the cascade from the user
+        delete_by(lambda: memories_clear(user=user))
+        assert in_neo4j() == (set(), set())
+    finally:
+        for owner in owners:
+            neo4j.delete_user(owner)
+        stores.reset(embeddings=False)
