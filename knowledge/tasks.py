@@ -19,6 +19,17 @@ def sync_chunks_task(chunk_ids: list[str]) -> int:
     return len(chunk_ids)
 
 
+@shared_task(name="knowledge.sync_unsynced")
+def sync_unsynced_chunks(batch: int = 256) -> int:
+    """Mirror chunks left pending or failed (an edit whose task gave up while the vector store was down)."""
+    from knowledge.services import sync_chunks, unsynced_chunk_ids
+
+    ids = unsynced_chunk_ids(batch)
+    if ids:
+        sync_chunks(ids)
+    return len(ids)
+
+
 @shared_task(name="knowledge.resume_stalled")
 def resume_stalled_documents() -> int:
     """Start again the documents a stopped worker left in an active state (knowledge.services.STALLED_AFTER)."""

@@ -169,6 +169,38 @@ def test_a_chunk_deleted_by_any_path_loses_its_point_in_one_delete_per_transacti
     assert chunk_points() == set()
 
 
+def test_the_sweep_mirrors_a_chunk_edit_made_while_the_vector_store_was_down(user, settings):
+    from core import hybrid
+    from core.text import sparse_query_vector
+    from core.vectorstore import SparseVector
+    from knowledge.tasks import sync_unsynced_chunks
+
+    accepted = document_create_from_text(
+        user=user, text=GUIDE, title="guide", chunk_size=50, chunk_overlap=0, background=False
+    )
+    chunk = Chunk.objects.filter(document=accepted.document).order_by("ordinal").first()
+    settings.QDRANT_URL, settings.QDRANT_TIMEOUT = "http://127.0.0.1:9", 0.5  # nothing listens there
+    stores.reset(embeddings=False)
+    chunk.text = "The quasars chapter, edited in the admin during the outage."
+    chunk.save()  # its mirror task fails and gives up (eager tasks do not retry)
+    chunk.refresh_from_db()
+    assert chunk.mirror_state == "failed" and "QDRANT_URL" in chunk.mirror_error
+
+    settings.QDRANT_URL = ""
+    stores.reset(embeddings=False)
+    assert sync_unsynced_chunks() == 1
+    assert Chunk.objects.get(pk=chunk.pk).mirror_state == "synced"
+    hits = chunk_store().search(
+        CHUNK_COLLECTION,
+        using=hybrid.LEXICAL,
+        vector=SparseVector.from_pairs(sparse_query_vector("quasars")),
+        limit=1,
+        where={"user_id": str(user.pk)},
+    )
+    assert [hit.id for hit in hits] == [str(chunk.pk)]
+    assert sync_unsynced_chunks() == 0
+
+
 @pytest.mark.neo4j
 def test_entities_and_relations_deleted_by_any_path_leave_no_node_or_edge(
     settings, user, other_user, admin_client, neo4j_uri, dispatched, monkeypatch
