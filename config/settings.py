@@ -183,6 +183,7 @@ MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minim
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+    "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
 }
 

@@ -11,12 +11,13 @@ from django.conf import settings  # noqa: E402
 
 from core.dispatch import start_background_work  # noqa: E402
 from knowledge.services import documents_resume_stalled  # noqa: E402
-from knowledge.tasks import resume_stalled_documents  # noqa: E402
+from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
 from memories.tasks import sync_unsynced_memories  # noqa: E402
 
 start_background_work(
     periodic=[
         (sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS),
+        (sync_unsynced_chunks, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
     ],
     # This process's pool is new: a document still active was left by the process before it.

@@ -236,8 +236,9 @@ def document_cancel(*, document: Document) -> Document:
 
 
 def document_delete(*, document: Document) -> None:
-    """Delete a document, its chunks and their vectors (and its stored file)."""
-    _remove_vectors(document)
+    """Delete a document, its chunks and their vectors (and its stored file).
+
+    The chunks' points go with their rows: knowledge.signals removes them in one call once the delete commits."""
     file = document.file
     document.delete()
     if file:
@@ -383,19 +384,37 @@ def _store(document: Document, specs, vectors: dict[str, list]) -> None:
 
 
 def sync_chunks(chunk_ids: list[str]) -> None:
-    """Mirror chunks by re-reading their rows (edits from the admin); chunks that are gone lose their points."""
+    """Mirror chunks by re-reading their rows (edits from the admin); chunks that are gone lose their points.
+
+    On a failure the chunks still there are marked failed with the reason, for the sweep, and the error is raised
+    for the task to retry."""
     chunks = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
-    store = chunk_store()
-    gone = set(chunk_ids) - {str(chunk.pk) for chunk in chunks}
-    if gone:
-        store.delete(COLLECTION, sorted(gone))
-    if not chunks:
-        return
-    vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
-    store.upsert(COLLECTION, hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors))
-    Chunk.objects.filter(pk__in=[chunk.pk for chunk in chunks]).update(
+    live_ids = [chunk.pk for chunk in chunks]
+    try:
+        store = chunk_store()
+        gone = set(map(str, chunk_ids)) - {str(pk) for pk in live_ids}
+        if gone:
+            store.delete(COLLECTION, sorted(gone))
+        if not chunks:
+            return
+        vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
+        points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
+        store.upsert(COLLECTION, points)
+    except Exception as exc:
+        error = (str(exc) or exc.__class__.__name__)[:2000]
+        Chunk.objects.filter(pk__in=live_ids).update(mirror_state=MirrorState.FAILED, mirror_error=error)
+        raise
+    Chunk.objects.filter(pk__in=live_ids).update(
         mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
     )
+
+
+def unsynced_chunk_ids(limit: int) -> list[str]:
+    """Chunks of ready documents whose last mirror write failed or never happened."""
+    unsynced = Chunk.objects.filter(document__status=DocumentStatus.READY).exclude(
+        mirror_state=MirrorState.SYNCED
+    )
+    return [str(pk) for pk in unsynced.values_list("pk", flat=True)[:limit]]
 
 
 def chunk_payload(chunk: Chunk) -> dict:

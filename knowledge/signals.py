@@ -1,15 +1,20 @@
-"""Chunks are written in bulk by ingestion (no signals); an edit in the admin re-embeds through this receiver, and
-a delete by any path (a queryset, the admin, a cascade from its document) removes the chunk's point."""
+"""The one place that decides when a chunk's vector is written or deleted after ingestion.
+
+Ingestion writes chunks in bulk with their points (no signals). Afterwards any save or delete by any path (the
+admin, a queryset, the cascade from its document or user) adds the chunk's id to its transaction's batch, and one
+task per batch re-reads those chunks on commit (core.dispatch.dispatch_batch_on_commit): deleting a document of
+300 chunks is one delete call to the vector store.
+"""
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from core.dispatch import dispatch_on_commit
+from core.dispatch import dispatch_batch_on_commit
 from knowledge.models import Chunk
-from knowledge.tasks import sync_chunk
+from knowledge.tasks import sync_chunks_task
 
 
 @receiver([post_save, post_delete], sender=Chunk, dispatch_uid="knowledge.mirror_chunk")
 def mirror_chunk(sender, instance: Chunk, raw: bool = False, **kwargs) -> None:
     if not raw:
-        dispatch_on_commit(sync_chunk, str(instance.pk))
+        dispatch_batch_on_commit(sync_chunks_task, chunk_ids=str(instance.pk))

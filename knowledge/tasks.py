@@ -10,13 +10,24 @@ def ingest_document(document_id: str) -> str:
     return document.status if document else "gone"
 
 
-@shared_task(name="knowledge.sync_chunk", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
-def sync_chunk(chunk_id: str) -> str:
-    """Re-embed one chunk after an edit outside ingestion (the admin); a gone chunk loses its point."""
+@shared_task(name="knowledge.sync_chunks", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def sync_chunks_task(chunk_ids: list[str]) -> int:
+    """Re-embed chunks after an edit outside ingestion (the admin); chunks that are gone lose their points."""
     from knowledge.services import sync_chunks
 
-    sync_chunks([chunk_id])
-    return "synced"
+    sync_chunks(chunk_ids)
+    return len(chunk_ids)
+
+
+@shared_task(name="knowledge.sync_unsynced")
+def sync_unsynced_chunks(batch: int = 256) -> int:
+    """Mirror chunks left pending or failed (an edit whose task gave up while the vector store was down)."""
+    from knowledge.services import sync_chunks, unsynced_chunk_ids
+
+    ids = unsynced_chunk_ids(batch)
+    if ids:
+        sync_chunks(ids)
+    return len(ids)
 
 
 @shared_task(name="knowledge.resume_stalled")

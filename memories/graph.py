@@ -123,7 +123,7 @@ def _relation_label(relation: Relation) -> str:
 
 
 # Saving these with the row makes a lost mirror task visible (pending) to the sweep and to the dashboard; without
-# Neo4j the pre_save signal marks the row synced at once, since the tables are the graph.
+# Neo4j the model's save (GraphMirroredModel) marks the row synced at once, since the tables are the graph.
 _MIRROR_FIELDS = ["mirror_state", "mirror_error", "mirrored_at", "updated_at"]
 
 

@@ -99,7 +99,3 @@ def try_sync_memories(memory_ids: Sequence[str]) -> bool:
         logger.exception("vector mirror failed for %d memories", len(memory_ids))
         return False
     return True
-
-
-def delete_user_points(user_id: int) -> None:
-    memory_store().delete_where(COLLECTION, {"user_id": str(user_id)})

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from core.models import MirroredModel
+from core.models import MirroredModel, MirrorState
 from core.text import fingerprint
 
 
@@ -210,7 +210,21 @@ class EntityType(models.TextChoices):
     OTHER = "OTHER", "other"
 
 
-class Entity(MirroredModel):
+class GraphMirroredModel(MirroredModel):
+    """A row of the entity graph: mirrored to Neo4j when NEO4J_URI is set, else its table is the graph itself."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        # Without Neo4j a saved row is already where graph queries look, so it is synced as it is written. With
+        # Neo4j it stays as the writer left it (pending) until the mirror task records the outcome.
+        if not settings.NEO4J_URI and self.mirror_state != MirrorState.SYNCED:
+            self.mirror_state, self.mirror_error, self.mirrored_at = MirrorState.SYNCED, "", timezone.now()
+        super().save(*args, **kwargs)
+
+
+class Entity(GraphMirroredModel):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="entities")
     name = models.CharField(max_length=200)
     key = models.CharField(max_length=200, help_text="Normalised name: the merge key per user.")
@@ -229,7 +243,7 @@ class Entity(MirroredModel):
         return f"{self.name} ({self.entity_type})"
 
 
-class Relation(MirroredModel):
+class Relation(GraphMirroredModel):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="relations")
     source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="outgoing")
     target = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="incoming")

@@ -2,7 +2,8 @@
 
 The mirror runs right after the commit, inside the caller's request, so a memory is searchable as soon as the
 call that wrote it returns (read-your-writes). If the vector store is down the rows stay committed and marked,
-and the background task enqueued by the model signals, or `resync_mirrors`, syncs them later.
+and the mirror sweep, or `resync_mirrors`, syncs them later. Deletes are mirrored by memories.signals alone, which
+hears every path (these services, the admin, querysets, cascades) and removes a transaction's points in one call.
 """
 
 import re
@@ -277,10 +278,11 @@ def memory_write(
     if extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES):
         link_entities(memory)
         _enrich_with_llm(memory)
-    evicted = (
-        enforce_working_capacity(user=user, session=session) if memory_type == MemoryType.WORKING else []
-    )
-    _mirror_on_commit([memory.pk, *evicted])
+    if memory_type == MemoryType.WORKING:
+        enforce_working_capacity(
+            user=user, session=session
+        )  # the evicted's points go with their rows (signals)
+    _mirror_on_commit([memory.pk])
     return Written(memory, decision.action, decision.reason, decision.superseded)
 
 
@@ -817,9 +819,8 @@ def memories_delete(*, user: AbstractBaseUser, memory_ids: Sequence[Any]) -> int
     memories = Memory.objects.filter(user=user, pk__in=list(memory_ids))
     ids = [str(pk) for pk in memories.values_list("pk", flat=True)]
     entity_ids = set(MemoryEntity.objects.filter(memory_id__in=ids).values_list("entity_id", flat=True))
-    Memory.objects.filter(pk__in=ids).delete()
+    Memory.objects.filter(pk__in=ids).delete()  # their points go with the rows (memories.signals)
     _refresh_entity_frequencies(entity_ids)
-    _mirror_on_commit(ids)
     return len(ids)
 
 
@@ -917,22 +918,13 @@ def memories_consolidate(
 
 
 def memories_clear(*, user: AbstractBaseUser) -> int:
-    """Delete every memory of this user, and only this user's."""
+    """Delete every memory of this user, and only this user's; their points and nodes go with the rows
+    (memories.signals)."""
     ids = list(Memory.objects.filter(user=user).values_list("pk", flat=True))
     with transaction.atomic():
         Memory.objects.filter(pk__in=ids).delete()
         Entity.objects.filter(user=user).delete()
-        transaction.on_commit(lambda: _delete_user_points(user.pk))
     return len(ids)
-
-
-def _delete_user_points(user_id: int) -> None:
-    try:
-        mirror.delete_user_points(user_id)
-    except Exception:  # the rows are gone; resync_mirrors removes orphaned points
-        import logging
-
-        logging.getLogger(__name__).exception("could not delete the vector points of user %s", user_id)
 
 
 def record_access(

@@ -1,30 +1,39 @@
-from celery import shared_task
+"""Background work on memories: the vector and graph mirrors (started by memories.signals), the mirror sweep,
+and the LLM's entity extraction."""
 
+from collections import defaultdict
+from collections.abc import Sequence
+
+from celery import shared_task
+from django.db.models import F
+
+from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from memories import mirror
-from memories.models import Memory
+from memories.models import Entity, Memory, Relation
 
 
 @shared_task(
-    name="memories.sync_memory",
+    name="memories.sync_memories",
     autoretry_for=(VectorStoreError,),
     retry_backoff=True,
     retry_backoff_max=600,
     max_retries=8,
     acks_late=True,
 )
-def sync_memory(memory_id: str) -> str:
-    """Mirror one memory by re-reading its row; a gone or archived row deletes the point. Idempotent."""
-    memory = Memory.objects.filter(pk=memory_id).only("mirror_state", "mirrored_at", "updated_at").first()
-    if (
-        memory
-        and memory.mirror_state == "synced"
-        and memory.mirrored_at
-        and memory.mirrored_at >= memory.updated_at
-    ):
-        return "fresh"  # the service already mirrored this version right after its commit
-    mirror.sync_memories([memory_id])
-    return "synced"
+def sync_memories_task(memory_ids: list[str]) -> int:
+    """Mirror memories by re-reading their rows: a gone or archived row loses its point, any other row is embedded
+    again unless the service already mirrored this version right after its commit. Idempotent; returns how many
+    were synced."""
+    fresh = {
+        str(pk)
+        for pk in Memory.objects.filter(
+            pk__in=memory_ids, mirror_state=MirrorState.SYNCED, mirrored_at__gte=F("updated_at")
+        ).values_list("pk", flat=True)
+    }
+    stale = [memory_id for memory_id in memory_ids if memory_id not in fresh]
+    mirror.sync_memories(stale)
+    return len(stale)
 
 
 @shared_task(name="memories.sync_unsynced")
@@ -38,18 +47,29 @@ def sync_unsynced_memories(batch: int = 256) -> int:
     return len(ids)
 
 
-@shared_task(name="memories.mirror_entity", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
-def mirror_entity_task(entity_id: str) -> None:
-    from memories.graph import mirror_entity
+@shared_task(name="memories.mirror_graph", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
+def mirror_graph_task(entity_ids: Sequence[str] = (), relation_ids: Sequence[str] = ()) -> None:
+    """Mirror entities and relations to Neo4j by re-reading their rows; gone rows lose their node or edge.
+    Entities go first, so each relation finds its endpoints with their properties."""
+    from memories.graph import mirror_entity, mirror_relation
 
-    mirror_entity(entity_id)
+    steps = [(Entity, mirror_entity, pk) for pk in entity_ids]
+    steps += [(Relation, mirror_relation, pk) for pk in relation_ids]
+    for position, (_, mirror_row, pk) in enumerate(steps):
+        try:
+            mirror_row(pk)  # records the row's state, synced or failed
+        except Exception as exc:
+            # Neo4j is most likely down: the rows not tried yet show the same error until the retry.
+            _mark_failed(steps[position + 1 :], str(exc) or exc.__class__.__name__)
+            raise
 
 
-@shared_task(name="memories.mirror_relation", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
-def mirror_relation_task(relation_id: str) -> None:
-    from memories.graph import mirror_relation
-
-    mirror_relation(relation_id)
+def _mark_failed(steps: list, error: str) -> None:
+    by_model: dict[type, list[str]] = defaultdict(list)
+    for model, _, pk in steps:
+        by_model[model].append(pk)
+    for model, pks in by_model.items():
+        model.objects.filter(pk__in=pks).update(mirror_state=MirrorState.FAILED, mirror_error=error[:2000])
 
 
 @shared_task(name="memories.llm_extract", autoretry_for=(), max_retries=0)
