@@ -11,7 +11,7 @@ def main() -> None:
     from django.core.management import execute_from_command_line
     from django.db.utils import OperationalError
 
-    from core.graph.base import GraphStoreError
+    from core.graphstore.base import GraphStoreError
     from core.vectorstore.base import VectorStoreError
 
     try:

@@ -667,7 +667,7 @@ def sql_timer():
 def run_neighbours(args: argparse.Namespace) -> dict:
     from django.contrib.auth import get_user_model
 
-    from core.graph.sql import SqlGraphStore
+    from core.graphstore.sql import SqlGraphStore
     from memories import graph
     from memories.models import Entity
 
@@ -772,7 +772,7 @@ def before_hop_queryset(user_id, frontier):
 
 def before_neighbors(user_id: str, entity_ids: list[str], depth: int = 1, limit: int = 300) -> list:
     """The previous SqlGraphStore.neighbors: the same breadth-first loop around before_hop_queryset."""
-    from core.graph.base import Neighbor, check_depth
+    from core.graphstore.base import Neighbor, check_depth
 
     check_depth(depth)
     seen = {str(entity_id) for entity_id in entity_ids}

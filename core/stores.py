@@ -16,7 +16,7 @@ from core.breaker import Breaker
 
 if TYPE_CHECKING:  # the backends import heavy libraries: load them on first use, not at start-up
     from core.embeddings import EmbeddingSet
-    from core.graph import GraphStore
+    from core.graphstore import GraphStore
     from core.vectorstore import VectorStore
 
 logger = logging.getLogger(__name__)
@@ -48,12 +48,12 @@ def _vector_store() -> "VectorStore":
 @cache
 def graph_store() -> "GraphStore":
     if settings.NEO4J_URI:
-        from core.graph.neo4j import Neo4jGraphStore
+        from core.graphstore.neo4j import Neo4jGraphStore
 
         return Neo4jGraphStore(
             settings.NEO4J_URI, settings.NEO4J_USERNAME, settings.NEO4J_PASSWORD, settings.NEO4J_DATABASE
         )
-    from core.graph.sql import SqlGraphStore
+    from core.graphstore.sql import SqlGraphStore
 
     return SqlGraphStore()
 
@@ -61,8 +61,8 @@ def graph_store() -> "GraphStore":
 def read_graph[T](read: Callable[["GraphStore"], T]) -> tuple[T, str]:
     """`read` on the configured graph store, or on the SQL graph while that store is unreachable; and a notice
     for the user when the fallback answered."""
-    from core.graph.base import GraphStoreUnavailable
-    from core.graph.sql import SqlGraphStore
+    from core.graphstore.base import GraphStoreUnavailable
+    from core.graphstore.sql import SqlGraphStore
 
     primary = graph_store()
     if isinstance(primary, SqlGraphStore):

@@ -179,7 +179,7 @@ def test_the_neo4j_mirror_follows_creates_merges_and_deletes(settings, user, neo
     import os
 
     from core import stores
-    from core.graph.neo4j import Neo4jGraphStore
+    from core.graphstore.neo4j import Neo4jGraphStore
 
     settings.NEO4J_URI = neo4j_uri
     settings.NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "")

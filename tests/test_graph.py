@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from core.graph import EntityNode, GraphStoreUnavailable, Neighbor, RelationEdge
-from core.graph.sql import SqlGraphStore
+from core.graphstore import EntityNode, GraphStoreUnavailable, Neighbor, RelationEdge
+from core.graphstore.sql import SqlGraphStore
 from memories.models import Entity, Relation
 
 
@@ -53,7 +53,7 @@ def test_sql_store_reports_its_backend():
 
 
 def test_an_unreachable_neo4j_names_neo4j_uri():
-    from core.graph.neo4j import Neo4jGraphStore
+    from core.graphstore.neo4j import Neo4jGraphStore
 
     store = Neo4jGraphStore("bolt://127.0.0.1:9", password="x")
     with pytest.raises(GraphStoreUnavailable, match="NEO4J_URI=bolt://127.0.0.1:9"):
@@ -65,7 +65,7 @@ def test_an_unreachable_neo4j_names_neo4j_uri():
 class TestNeo4jStore:
     @pytest.fixture
     def store(self, neo4j_uri):
-        from core.graph.neo4j import Neo4jGraphStore
+        from core.graphstore.neo4j import Neo4jGraphStore
 
         store = Neo4jGraphStore(
             neo4j_uri, os.environ.get("NEO4J_USERNAME", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")

@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from memories import graph_views
-from memories.graph_views import MAX_NODES
+from memories.graph import views as graph_views
+from memories.graph.views import MAX_NODES
 from memories.models import Entity, EntityType, GraphEdit, Memory, MemoryEntity, Relation
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from core import stores
-from core.graph import GraphStoreError
+from core.graphstore import GraphStoreError
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from core import stores
 from core.errors import RequestRefused
-from core.graph import EntityNode, RelationEdge
+from core.graphstore import EntityNode, RelationEdge
 from core.models import MirrorState
 from core.queries import owned_by_pk
 from memories.entities import entity_key

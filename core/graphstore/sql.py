@@ -3,7 +3,7 @@
 from django.apps import apps
 from django.db import connection
 
-from core.graph.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
+from core.graphstore.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
 
 
 class SqlGraphStore(GraphStore):

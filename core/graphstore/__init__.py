@@ -1,4 +1,4 @@
-from core.graph.base import (
+from core.graphstore.base import (
     EntityNode,
     GraphStore,
     GraphStoreError,

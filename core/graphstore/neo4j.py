@@ -8,7 +8,7 @@ type and keep their kind in a `type` property.
 from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable
 
-from core.graph.base import (
+from core.graphstore.base import (
     EntityNode,
     GraphStore,
     GraphStoreError,
