@@ -50,3 +50,15 @@ def test_the_check_sees_an_upward_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from memories.models import Memory\n")
     assert imported_packages(module) == {"memories": 2}
+
+
+def test_the_graph_is_one_module_family():
+    """The storage backends live in core/graphstore/, the feature (services, API, pages) in memories/graph/: a graph
+    module anywhere else would be another place to look for it."""
+    homes = {
+        "/".join(path.relative_to(ROOT).parts[:2])
+        for package in APPS
+        for path in (ROOT / package).rglob("*graph*")
+        if path.suffix in {"", ".py"} and "migrations" not in path.parts and "templates" not in path.parts
+    }
+    assert homes == {"core/graphstore", "memories/graph"}
