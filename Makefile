@@ -70,6 +70,7 @@ apt-test-packages:
 test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
 	MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest
 
@@ -81,4 +82,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/embedders.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .mypy_cache

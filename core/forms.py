@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
+from django.http import HttpRequest
 
 from core import ratelimits
 from core.models import ApiKeyScope, PrivacySettings
@@ -18,10 +19,11 @@ class PrivacySettingsForm(forms.ModelForm):
         labels = {"secrets": "Secrets found", "personal": "Personal data found"}
 
 
-class RateLimitedSignIn:
+class RateLimitedSignIn(AuthenticationForm):
     """Sign-in forms that refuse every attempt once this address or username failed too often (core.ratelimits)."""
 
     blocked = False
+    request: HttpRequest  # not None: LoginView and the admin's login always pass the request
 
     def clean(self):
         if ratelimits.sign_in_blocked(self.request):

@@ -19,9 +19,11 @@ The vector store keeps, per point, its distinct term ids (payload TERMS, indexed
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+
+import numpy as np
 
 from core import stores
 from core.embeddings import CJK_CUTOFF
@@ -164,7 +166,9 @@ def signal_rankings(
     return gather(store, collection, query=query, where=where, limit=limit).rankings
 
 
-def points(items: Sequence[tuple[str, str, dict]], vectors: dict[str, Sequence]) -> list[Point]:
+def points(
+    items: Sequence[tuple[str, str, dict]], vectors: Mapping[str, np.ndarray | Sequence[np.ndarray]]
+) -> list[Point]:
     """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`), the
     text's lexical sparse vector and the TERMS/CJK payload that fusion reads."""
     return [

@@ -76,6 +76,7 @@ class LLMClient:
 
         self.base_url = base_url
         self.model = model
+        self.timeout = timeout
         self.client = OpenAI(
             base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
         )
@@ -133,7 +134,7 @@ class LLMClient:
         with no retry."""
         if budget is None:
             return self.client
-        return self.client.with_options(timeout=min(self.client.timeout, budget.remaining()), max_retries=0)
+        return self.client.with_options(timeout=min(self.timeout, budget.remaining()), max_retries=0)
 
     def stream(
         self, messages: list[dict], *, temperature: float = 0.2, budget: Budget | None = None, **kwargs: Any

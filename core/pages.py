@@ -4,6 +4,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it, for the type checker (django-htmx's documented idiom)."""
+
+    htmx: HtmxDetails
 
 
 def next_url(request: HttpRequest, default: str) -> str:
@@ -14,11 +21,11 @@ def next_url(request: HttpRequest, default: str) -> str:
     return default
 
 
-def navigate(request: HttpRequest, url: str) -> HttpResponse:
+def navigate(request: HtmxHttpRequest, url: str) -> HttpResponse:
     # htmx would swap a followed redirect into the element that asked; make the browser navigate instead.
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def from_row(request: HttpRequest, row_id: str) -> bool:
+def from_row(request: HtmxHttpRequest, row_id: str) -> bool:
     """An htmx action from a list's row (its element id is the HX-Target), which gets the row partial back."""
     return bool(request.htmx) and request.htmx.target == row_id

@@ -138,8 +138,8 @@ def _personal(text: str) -> list[Finding]:
         if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and not ric.is_valid(match.group()):
             found.append(Finding("card", PERSONAL, match.start(), match.end()))
     for region in PHONE_REGIONS:
-        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-            found.append(Finding("phone", PERSONAL, match.start, match.end))
+        for phone in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
+            found.append(Finding("phone", PERSONAL, phone.start, phone.end))
     return found
 
 

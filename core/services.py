@@ -1,4 +1,4 @@
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -6,9 +6,7 @@ from core.models import ApiKey, ApiKeyScope
 
 
 @transaction.atomic
-def api_key_create(
-    *, user: AbstractBaseUser, name: str, scope: str = ApiKeyScope.WRITE
-) -> tuple[ApiKey, str]:
+def api_key_create(*, user: User, name: str, scope: str = ApiKeyScope.WRITE) -> tuple[ApiKey, str]:
     """Create a key; returns it with the full secret, which is never stored and cannot be shown again."""
     if scope not in ApiKeyScope.values:
         raise ValueError(f"scope must be one of {', '.join(ApiKeyScope.values)}")

@@ -3,7 +3,7 @@
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -133,17 +133,18 @@ class Params:
 def parse_moment(value: Any, name: str) -> datetime | None:
     if value in (None, ""):
         return None
+    moment: datetime | None
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value, tz=timezone.UTC)
+        moment = datetime.fromtimestamp(value, tz=UTC)
     else:
         moment = parse_datetime(str(value)) if isinstance(value, str) else None
         if moment is None and isinstance(value, str) and len(value) == 10:
             moment = parse_datetime(value + "T00:00:00")
         if moment is None:
             raise ToolInputError(f"parameter '{name}' is not an ISO 8601 date or time: {value!r}")
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.UTC)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
 class ActionTool:

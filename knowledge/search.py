@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from core import hybrid
 from core.limits import MAX_QUERY_CHARS, check_text
@@ -59,7 +59,7 @@ class KnowledgeResult:
 
 def search_chunks(
     *,
-    user: AbstractBaseUser,
+    user: User,
     query: str,
     namespaces: Sequence[str] = ("default",),
     limit: int = 5,
@@ -166,7 +166,7 @@ ASK_SYSTEM = (
 
 def ask(
     *,
-    user: AbstractBaseUser,
+    user: User,
     question: str,
     namespaces: Sequence[str] = ("default",),
     limit: int = 5,

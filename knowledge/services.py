@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -91,7 +91,7 @@ class Accepted:
 @transaction.atomic
 def document_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     file: UploadedFile,
     namespace: str = "default",
     chunk_size: int = 800,
@@ -104,9 +104,10 @@ def document_create(
     check_chunking(chunk_size, chunk_overlap)
     name = safe_filename(file.name or "document")
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
-    if file.size == 0:
+    size = file.size
+    if not size:  # UploadedFile.size may be None in the stubs; Django's upload handlers always set it
         raise KnowledgeError(f"{name} is empty (0 bytes)")
-    if file.size > limit:
+    if size > limit:
         raise KnowledgeError(
             f"{name} is larger than the {settings.MNEMO_MAX_UPLOAD_MB} MB limit (MNEMO_MAX_UPLOAD_MB)", 413
         )
@@ -139,7 +140,7 @@ def document_create(
         original_name=name,
         sha256=sha256,
         mime=kind,
-        size=file.size,
+        size=size,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
     )
@@ -151,7 +152,7 @@ def document_create(
 
 def document_create_from_text(
     *,
-    user: AbstractBaseUser,
+    user: User,
     text: str,
     title: str,
     namespace: str = "default",
@@ -245,7 +246,7 @@ def document_delete(*, document: Document) -> None:
         file.delete(save=False)
 
 
-def clear_namespace(*, user: AbstractBaseUser, namespace: str) -> int:
+def clear_namespace(*, user: User, namespace: str) -> int:
     documents = list(Document.objects.filter(user=user, namespace=check_namespace(namespace)))
     for document in documents:
         document_delete(document=document)
@@ -270,7 +271,7 @@ def _set(document_id: str, **fields) -> None:
         raise Cancelled
 
 
-def ingest(document_id: str) -> Document:
+def ingest(document_id: str) -> Document | None:
     """Run the whole pipeline for one document. Never leaves partial chunks or vectors behind."""
     document = Document.objects.filter(pk=document_id).first()
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):

@@ -114,6 +114,8 @@ class Memory(MirroredModel):
     )
 
     objects = MemoryQuerySet.as_manager()
+    # Set by memories.services while it saves a memory that it mirrors itself; memories.signals reads it.
+    mirrored_by_service: bool
 
     class Meta:
         ordering = ["-created_at"]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -90,7 +90,7 @@ class SearchResult:
 
 def build_where(
     *,
-    user: AbstractBaseUser,
+    user: User,
     memory_types: Sequence[str] | None,
     min_importance: float,
     session: AgentSession | None,
@@ -118,7 +118,7 @@ def build_where(
 
 def search_memories(
     *,
-    user: AbstractBaseUser,
+    user: User,
     query: str,
     limit: int = 5,
     memory_types: Sequence[str] | None = None,
@@ -233,7 +233,7 @@ def _importance_weight(importance: float) -> float:
     return 1 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * importance_weight(importance) / importance_weight(1.0)
 
 
-def _graph_scores(user: AbstractBaseUser, query: str, found: set[str]) -> tuple[dict[str, float], str]:
+def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, float], str]:
     """Memories linked to entities named in the query or to their neighbours within two hops, and a notice
     when the graph server could not answer.
 

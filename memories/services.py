@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
@@ -95,7 +96,7 @@ def working_priority(memory: Memory, now: datetime) -> float:
     return memory.importance * time_decay(now - memory.created_at)
 
 
-def session_for_key(*, user: AbstractBaseUser, key: str) -> AgentSession:
+def session_for_key(*, user: User, key: str) -> AgentSession:
     key = check_text(key.strip(), "session_id", MAX_NAME_CHARS)
     if not key:
         raise MemoryRequestError("session_id must not be empty")
@@ -113,7 +114,7 @@ def _save_mirrored(memory: Memory, **kwargs: Any) -> None:
         del memory.mirrored_by_service
 
 
-def _mirror_on_commit(memory_ids: Iterable[str]) -> None:
+def _mirror_on_commit(memory_ids: Iterable[UUID | str]) -> None:
     ids = [str(memory_id) for memory_id in memory_ids]
     if ids:
         transaction.on_commit(lambda: mirror.try_sync_memories(ids))
@@ -151,7 +152,7 @@ def _check_detail(fields: dict[str, Any]) -> None:
 
 
 def _screened(
-    user: AbstractBaseUser, content: str, detail: dict[str, Any], metadata: dict[str, Any] | None
+    user: User, content: str, detail: dict[str, Any], metadata: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     """Secrets and personal data in the text fields, masked, kept or refused by the owner's privacy settings;
     what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
@@ -169,7 +170,7 @@ def _screened(
 
 def _new_memory(
     *,
-    user: AbstractBaseUser,
+    user: User,
     content: str,
     memory_type: str,
     importance: float,
@@ -238,7 +239,7 @@ def memory_create(**kwargs: Any) -> Memory:
 @transaction.atomic
 def memory_write(
     *,
-    user: AbstractBaseUser,
+    user: User,
     content: str,
     memory_type: str = MemoryType.WORKING,
     importance: float = 0.5,
@@ -355,7 +356,7 @@ def apply_supersede(
     *,
     via: str,
     api_key: ApiKey | None,
-    editor: AbstractBaseUser | None = None,
+    editor: User | None = None,
 ) -> list[MemoryEdit]:
     """Mark what a new fact replaces (kept, never deleted), or the new fact itself when it is the older one.
     Returns the history records, unsaved: a bulk write saves them once its rows exist."""
@@ -397,7 +398,7 @@ def memory_reinstate(
     *,
     memory: Memory,
     via: str,
-    editor: AbstractBaseUser | None = None,
+    editor: User | None = None,
     api_key: ApiKey | None = None,
     reason: str = "restored by hand",
 ) -> Memory:
@@ -422,7 +423,7 @@ def memory_reinstate(
 @transaction.atomic
 def memory_write_undo(
     *,
-    user: AbstractBaseUser,
+    user: User,
     memory_id: str,
     action: str,
     superseded: Sequence[str] = (),
@@ -474,7 +475,7 @@ class NewMemory:
 @transaction.atomic
 def memory_bulk_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     items: Sequence[NewMemory],
     via: str = EditVia.SYSTEM,
     api_key: ApiKey | None = None,
@@ -538,7 +539,7 @@ def memory_bulk_create(
     return written
 
 
-def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | None) -> list[str]:
+def enforce_working_capacity(*, user: User, session: AgentSession | None) -> list[str]:
     """Drop expired working memories of the session, then the lowest-priority ones past capacity or tokens."""
     now = timezone.now()
     working = Memory.objects.filter(
@@ -546,7 +547,7 @@ def enforce_working_capacity(*, user: AbstractBaseUser, session: AgentSession | 
     )
     expired = list(working.filter(expires_at__lte=now).values_list("pk", flat=True))
     live = sorted(working.exclude(pk__in=expired), key=lambda m: working_priority(m, now), reverse=True)
-    evicted: list[str] = []
+    evicted: list[UUID] = []
     tokens = sum(m.token_count for m in live)
     while live and (len(live) > WORKING_MEMORY_CAPACITY or tokens > WORKING_MEMORY_TOKENS):
         lowest = live.pop()
@@ -678,7 +679,7 @@ def memory_update(
     *,
     memory: Memory,
     via: str,
-    editor: AbstractBaseUser | None = None,
+    editor: User | None = None,
     api_key: ApiKey | None = None,
     reason: str = "",
     **changes: Any,
@@ -760,7 +761,7 @@ def version_before(edit: MemoryEdit) -> dict[str, Any]:
 
 @transaction.atomic
 def memory_restore_version(
-    *, memory: Memory, edit: MemoryEdit, via: str, editor: AbstractBaseUser | None = None
+    *, memory: Memory, edit: MemoryEdit, via: str, editor: User | None = None
 ) -> Memory:
     """Bring a memory back to how it read just before `edit`. The restore is an edit of its own, with the
     reason, so it can be restored past in turn; the vector is re-mirrored when the text changes."""
@@ -814,7 +815,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 @transaction.atomic
-def memories_delete(*, user: AbstractBaseUser, memory_ids: Sequence[Any]) -> int:
+def memories_delete(*, user: User, memory_ids: Sequence[Any]) -> int:
     """Delete the given memories of `user` (others' ids are ignored); returns how many were deleted."""
     memories = Memory.objects.filter(user=user, pk__in=list(memory_ids))
     ids = [str(pk) for pk in memories.values_list("pk", flat=True)]
@@ -829,7 +830,7 @@ FORGET_STRATEGIES = ("importance_based", "time_based", "capacity_based")
 
 def memories_forget(
     *,
-    user: AbstractBaseUser,
+    user: User,
     strategy: str = "importance_based",
     threshold: float = 0.1,
     max_age_days: float = 30,
@@ -878,7 +879,7 @@ def _checked_types(memory_types: Sequence[str]) -> list[str]:
 @transaction.atomic
 def memories_consolidate(
     *,
-    user: AbstractBaseUser,
+    user: User,
     from_type: str = MemoryType.WORKING,
     to_type: str = MemoryType.EPISODIC,
     importance_threshold: float = 0.7,
@@ -917,7 +918,7 @@ def memories_consolidate(
     return promoted
 
 
-def memories_clear(*, user: AbstractBaseUser) -> int:
+def memories_clear(*, user: User) -> int:
     """Delete every memory of this user, and only this user's; their points and nodes go with the rows
     (memories.signals)."""
     ids = list(Memory.objects.filter(user=user).values_list("pk", flat=True))
@@ -929,7 +930,7 @@ def memories_clear(*, user: AbstractBaseUser) -> int:
 
 def record_access(
     *,
-    user: AbstractBaseUser,
+    user: User,
     memories: Sequence[tuple[Memory, float]],
     query: str,
     via: str,

@@ -2,7 +2,7 @@
 and the LLM's entity extraction."""
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from celery import shared_task
 from django.db.models import F
@@ -47,13 +47,17 @@ def sync_unsynced_memories(batch: int = 256) -> int:
     return len(ids)
 
 
+# (model, its mirror function, row id)
+_GraphStep = tuple[type[Entity] | type[Relation], Callable[[str], None], str]
+
+
 @shared_task(name="memories.mirror_graph", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
 def mirror_graph_task(entity_ids: Sequence[str] = (), relation_ids: Sequence[str] = ()) -> None:
     """Mirror entities and relations to Neo4j by re-reading their rows; gone rows lose their node or edge.
     Entities go first, so each relation finds its endpoints with their properties."""
     from memories.graph import mirror_entity, mirror_relation
 
-    steps = [(Entity, mirror_entity, pk) for pk in entity_ids]
+    steps: list[_GraphStep] = [(Entity, mirror_entity, pk) for pk in entity_ids]
     steps += [(Relation, mirror_relation, pk) for pk in relation_ids]
     for position, (_, mirror_row, pk) in enumerate(steps):
         try:
@@ -64,8 +68,8 @@ def mirror_graph_task(entity_ids: Sequence[str] = (), relation_ids: Sequence[str
             raise
 
 
-def _mark_failed(steps: list, error: str) -> None:
-    by_model: dict[type, list[str]] = defaultdict(list)
+def _mark_failed(steps: list[_GraphStep], error: str) -> None:
+    by_model: dict[type[Entity] | type[Relation], list[str]] = defaultdict(list)
     for model, _, pk in steps:
         by_model[model].append(pk)
     for model, pks in by_model.items():

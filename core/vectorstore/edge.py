@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import qdrant_edge as qe
@@ -314,7 +314,7 @@ class EdgeVectorStore(VectorStore):
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         self.forget_counts(collection)
-        point_ids = [normalize_id(i) for i in ids]
+        point_ids: list[qe.PointId] = [normalize_id(i) for i in ids]
         if not point_ids:
             return
         shard = self._shard(collection)
@@ -326,6 +326,7 @@ class EdgeVectorStore(VectorStore):
         self.forget_counts(collection)
         require_where(where)
         flt = _edge_filter(where)
+        assert flt is not None  # require_where refused a where without conditions
         shard = self._shard(collection)
         with self._errors(collection, "delete points"):
             shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
@@ -368,7 +369,10 @@ class EdgeVectorStore(VectorStore):
             return []
         shard = self._shard(collection)
         with self._errors(collection, "retrieve points"):
-            records = shard.retrieve(point_ids, with_payload=True, with_vector=False)
+            # The cast: the stubs ask for list[PointId] (invariant) where any list of ids does.
+            records = shard.retrieve(
+                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=False
+            )
         found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
         return order_hits(point_ids, found)
 
@@ -502,11 +506,12 @@ def _edge_condition(condition: Condition) -> qe.FieldCondition:
         case MatchCondition(key, value):
             if isinstance(value, bool):
                 # qdrant-edge-py 0.9 converts a Python bool to an integer (MatchValue(False).value == 0),
-                # which never matches a boolean payload. numpy.bool_ is not an int, so it stays a bool.
-                return qe.FieldCondition(key=key, match=qe.MatchValue(np.bool_(value)))
+                # which never matches a boolean payload. numpy.bool_ is not an int, so it stays a bool (the cast:
+                # the stubs know only Python's bool).
+                return qe.FieldCondition(key=key, match=qe.MatchValue(cast(bool, np.bool_(value))))
             return qe.FieldCondition(key=key, match=qe.MatchValue(value))
         case AnyCondition(key, values):
-            return qe.FieldCondition(key=key, match=qe.MatchAny(list(values)))
+            return qe.FieldCondition(key=key, match=qe.MatchAny([*values]))
         case RangeCondition(key, gt, gte, lt, lte):
             return qe.FieldCondition(key=key, range=qe.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
     raise AssertionError(condition)  # pragma: no cover

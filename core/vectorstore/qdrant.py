@@ -339,7 +339,7 @@ def _condition(condition: Condition) -> qm.FieldCondition:
         case MatchCondition(key, value):
             return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
         case AnyCondition(key, values):
-            return qm.FieldCondition(key=key, match=qm.MatchAny(any=list(values)))
+            return qm.FieldCondition(key=key, match=qm.MatchAny(any=[*values]))
         case RangeCondition(key, gt, gte, lt, lte):
             return qm.FieldCondition(key=key, range=qm.Range(gt=gt, gte=gte, lt=lt, lte=lte))
     raise AssertionError(condition)  # pragma: no cover
