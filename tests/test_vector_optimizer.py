@@ -187,3 +187,32 @@ def test_dropping_the_collection_during_a_pass_abandons_the_swap(store: EdgeVect
     assert store.collections() == []
     assert not any(store.path.glob(".optimizing-*"))
     assert optimizer.history(store.path)[-1]["state"] == "failed"
+
+
+@pytest.mark.django_db
+def test_the_periodic_task_optimizes_the_servers_store_once_it_is_quiet(
+    user, settings, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    from core import stores
+    from core.tasks import optimize_vectors_when_quiet
+    from memories import mirror
+    from memories.services import memory_create
+
+    with django_capture_on_commit_callbacks(execute=True):  # the mirror writes on commit
+        memory_create(user=user, content="李四是前端工程师", memory_type="semantic")
+    settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS = 60
+    assert optimize_vectors_when_quiet.run() == "nothing to do now"  # one point: never due
+    monkeypatch.setattr(optimizer, "MIN_POINTS", 1)
+    assert optimize_vectors_when_quiet.run() == "nothing to do now"  # due, but the store was just written
+    settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS = 0
+    assert optimize_vectors_when_quiet.run() == "started"
+    for _ in range(600):
+        if [line["state"] for line in optimizer.history(settings.QDRANT_EDGE_PATH)][-1:] == ["done"]:
+            break
+        time.sleep(0.1)
+    assert [line["collection"] for line in optimizer.history(settings.QDRANT_EDGE_PATH)] == [
+        mirror.COLLECTION
+    ] * 2
+    assert stores.vector_store().count(mirror.COLLECTION) == 1
+    # One point stays below Edge's indexing threshold: the pass changed nothing, so it is not repeated.
+    assert optimizer.due_collections(stores.vector_store()) == []

@@ -52,6 +52,7 @@ from .base import (
     parse_where,
     require_where,
 )
+from .edge_shard import OpenShard
 
 try:  # POSIX only; elsewhere we fall back on recognising the engine's own WAL-lock error.
     import fcntl
@@ -83,78 +84,6 @@ def locked_message(path: Path, holder: str = "") -> str:
 # Process-wide registry of open store directories
 
 
-class _Gate:
-    """Many users of a shard at once, or one exclusive holder (the swap of an optimized copy).
-
-    A waiting exclusive holder keeps new users out, so a steady stream of searches cannot starve the swap.
-    Not reentrant: a store method takes it once, around the engine call.
-    """
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._users = 0
-        self._exclusive = False
-        self._waiting = 0
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: not self._exclusive and not self._waiting)
-            self._users += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._users -= 1
-                self._changed.notify_all()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._changed:
-            self._waiting += 1
-            self._changed.wait_for(lambda: not self._exclusive and not self._users)
-            self._waiting -= 1
-            self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._exclusive = False
-                self._changed.notify_all()
-
-
-class _OpenShard:
-    """One open shard and what guards it: reads and writes hold `gate` shared, writes also `writing`.
-
-    While an optimized copy is being built, `journal` records every update made since the copy was taken, in
-    order, so the swap can replay them onto the copy: nothing written meanwhile is lost, nothing deleted returns.
-    """
-
-    def __init__(self, shard: qe.EdgeShard) -> None:
-        self.shard = shard
-        self.gate = _Gate()
-        self.writing = threading.Lock()
-        self.journal: list[qe.UpdateOperation] | None = None
-        self.closed = False
-
-    def update(self, operation: qe.UpdateOperation) -> None:
-        with self.writing, self.gate.shared():
-            self._check_open()
-            self.shard.update(operation)
-            if self.journal is not None:
-                self.journal.append(operation)
-
-    @contextmanager
-    def reading(self) -> Iterator[qe.EdgeShard]:
-        with self.gate.shared():
-            self._check_open()
-            yield self.shard
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise VectorStoreError("The vector collection was dropped while this call waited for it")
-
-
 class _OpenRoot:
     """One store directory opened by this process: the owner lock and the shards opened under it."""
 
@@ -162,7 +91,7 @@ class _OpenRoot:
         self.path = path
         self.pid = os.getpid()
         self.users = 0
-        self.shards: dict[str, _OpenShard] = {}
+        self.shards: dict[str, OpenShard] = {}
         self.lock = threading.RLock()  # serialises opening/closing shards, not reads and writes
         self._lock_fd = lock_fd
         self._written: set[str] = set()
@@ -189,13 +118,14 @@ class _OpenRoot:
             entries = [self.shards[name] for name in names if name in self.shards]
         for entry in entries:  # outside the lock: a flush takes milliseconds, and searches open shards
             try:
-                with entry.reading() as shard:
+                # Writes wait for the flush (a few ms a second), so a copy taken under `writing` sees no flush.
+                with entry.writing, entry.reading() as shard:
                     shard.flush()
             # Dropped meanwhile, or the disk failed: the write-ahead log still has the writes.
             except Exception as exc:
                 logger.warning("flushing a vector collection under %s failed: %s", self.path, exc)
 
-    def shard(self, name: str, create: qe.EdgeConfig | None = None) -> _OpenShard:
+    def shard(self, name: str, create: qe.EdgeConfig | None = None) -> OpenShard:
         """The open shard for `name`, loading it from disk or creating it with `create`."""
         with self.lock:
             entry = self.shards.get(name)
@@ -218,7 +148,7 @@ class _OpenRoot:
                 raise
             except Exception as exc:  # qdrant-edge raises bare Exception
                 raise edge_error(exc, directory, "open the collection") from exc
-            entry = self.shards[name] = _OpenShard(shard)
+            entry = self.shards[name] = OpenShard(shard)
             return entry
 
     def drop(self, name: str) -> None:
@@ -419,7 +349,7 @@ class EdgeVectorStore(VectorStore):
         Writes wait during the copy (so it is consistent: the flusher is idle and Edge has no background
         work); searches go on.
         """
-        entry = self._entry(collection)
+        entry = self._entry(collection, used=False)
         with self._errors(collection, "copy the collection"), entry.writing, entry.gate.shared():
             entry.shard.flush()
             shutil.copytree(self.path / collection, target)
@@ -442,7 +372,7 @@ class EdgeVectorStore(VectorStore):
         """
         root = self._open()
         name = _checked_name(collection)
-        entry = self._entry(collection)
+        entry = self._entry(collection, used=False)
         directory, replaced = self.path / name, self.path / f".replaced-{name}"
         with self._errors(collection, "swap in the optimized copy"), entry.writing, entry.gate.exclusive():
             journal, entry.journal = entry.journal, None
@@ -594,7 +524,7 @@ class EdgeVectorStore(VectorStore):
         """The engine's shard itself, for benchmarks that read its internals."""
         return self._entry(collection).shard
 
-    def _entry(self, collection: str, used: bool = True) -> _OpenShard:
+    def _entry(self, collection: str, used: bool = True) -> OpenShard:
         if used:
             _last_used[self.path] = time.monotonic()
         return self._open().shard(_checked_name(collection))
