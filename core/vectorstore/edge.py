@@ -374,30 +374,30 @@ class EdgeVectorStore(VectorStore):
         name = _checked_name(collection)
         entry = self._entry(collection, used=False)
         directory, replaced = self.path / name, self.path / f".replaced-{name}"
-        with self._errors(collection, "swap in the optimized copy"), entry.writing, entry.gate.exclusive():
-            journal, entry.journal = entry.journal, None
-            if journal is None or entry.closed:
+        trash = self.path / f".trash-{name}"
+        with self._errors(collection, "swap in the optimized copy"), entry.writing:
+            if entry.journal is None or entry.closed:
                 raise VectorStoreError(f"No optimization of {name!r} is under way (dropped meanwhile?)")
-            entry.shard.flush()
-            entry.shard.close()
-            os.rename(directory, replaced)
-            os.rename(optimized, directory)
-            try:
-                shard = qe.EdgeShard.load(str(directory))
-                for operation in journal:
-                    shard.update(operation)
-                shard.flush()
-            except BaseException:
-                shutil.rmtree(directory, ignore_errors=True)
-                os.rename(replaced, directory)
-                entry.shard = qe.EdgeShard.load(str(directory))
-                raise
-            entry.shard = shard
-            trash = self.path / f".trash-{name}"
-            os.rename(replaced, trash)
+            entry.shard.flush()  # while searches still go on: the close below then has nothing to write
+            with entry.gate.exclusive():
+                journal, entry.journal = entry.journal, None
+                entry.shard.close()
+                os.rename(directory, replaced)
+                os.rename(optimized, directory)
+                try:
+                    shard = qe.EdgeShard.load(str(directory))
+                    for operation in journal:  # into the copy's write-ahead log: durable without a flush
+                        shard.update(operation)
+                except BaseException:
+                    shutil.rmtree(directory, ignore_errors=True)
+                    os.rename(replaced, directory)
+                    entry.shard = qe.EdgeShard.load(str(directory))
+                    raise
+                entry.shard = shard
+                os.rename(replaced, trash)
         shutil.rmtree(trash, ignore_errors=True)
-        with root.lock:
-            root._written.discard(name)
+        if journal:
+            root.written(name)
         return len(journal)
 
     def idle_seconds(self) -> float:
