@@ -216,3 +216,21 @@ def test_the_periodic_task_optimizes_the_servers_store_once_it_is_quiet(
     assert stores.vector_store().count(mirror.COLLECTION) == 1
     # One point stays below Edge's indexing threshold: the pass changed nothing, so it is not repeated.
     assert optimizer.due_collections(stores.vector_store()) == []
+
+
+def test_a_pass_during_heavy_writes_is_abandoned_and_the_store_keeps_them(
+    store: EdgeVectorStore, monkeypatch
+) -> None:
+    monkeypatch.setattr("core.vectorstore.edge_shard.JOURNAL_LIMIT", 5)
+
+    def write_a_lot_meanwhile(directory: Path) -> dict:
+        for n in range(POINTS, POINTS + 10):
+            store.upsert("memories", [make_point(n)])
+        return {}
+
+    monkeypatch.setattr(optimizer, "_run_child", write_a_lot_meanwhile)
+    with pytest.raises(Exception, match="more than 5 updates arrived meanwhile"):
+        optimizer.optimize_copy(store, "memories")
+    assert store.count("memories") == POINTS + 10
+    assert optimizer.due_collections(store) == ["memories"]  # to be tried again once writes pause
+    assert sorted(p.name for p in store.path.iterdir() if p.is_dir()) == ["memories"]

@@ -353,7 +353,7 @@ class EdgeVectorStore(VectorStore):
         with self._errors(collection, "copy the collection"), entry.writing, entry.gate.shared():
             entry.shard.flush()
             shutil.copytree(self.path / collection, target)
-            entry.journal = []
+            entry.start_journal()
 
     def stop_journal(self, collection: str) -> None:
         """Forget the journal of an optimization that will not be swapped in."""
@@ -377,7 +377,8 @@ class EdgeVectorStore(VectorStore):
         trash = self.path / f".trash-{name}"
         with self._errors(collection, "swap in the optimized copy"), entry.writing:
             if entry.journal is None or entry.closed:
-                raise VectorStoreError(f"No optimization of {name!r} is under way (dropped meanwhile?)")
+                why = entry.journal_lost or "no copy was taken, or the collection was dropped meanwhile"
+                raise VectorStoreError(f"The optimized copy of {name!r} cannot be swapped in: {why}")
             entry.shard.flush()  # while searches still go on: the close below then has nothing to write
             with entry.gate.exclusive():
                 journal, entry.journal = entry.journal, None

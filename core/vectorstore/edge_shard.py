@@ -14,6 +14,10 @@ import qdrant_edge as qe
 
 from .base import VectorStoreError
 
+# The swap replays the journal while searches and writes wait (a few ms per update): past this many updates the
+# pass is abandoned instead, to be tried again once writes pause.
+JOURNAL_LIMIT = 1_000
+
 
 class Gate:
     """Many users of a shard at once, or one exclusive holder (the swap of an optimized copy).
@@ -67,13 +71,24 @@ class OpenShard:
         self.gate = Gate()
         self.writing = threading.Lock()
         self.journal: list[qe.UpdateOperation] | None = None
+        self.journal_lost = ""  # why a journal was dropped before its swap
         self.closed = False
+
+    def start_journal(self) -> None:
+        self.journal, self.journal_lost = [], ""
 
     def update(self, operation: qe.UpdateOperation) -> None:
         with self.writing, self.gate.shared():
             self._check_open()
             self.shard.update(operation)
-            if self.journal is not None:
+            if self.journal is None:
+                return
+            if len(self.journal) >= JOURNAL_LIMIT:
+                self.journal, self.journal_lost = (
+                    None,
+                    f"more than {JOURNAL_LIMIT:,} updates arrived meanwhile",
+                )
+            else:
                 self.journal.append(operation)
 
     @contextmanager
