@@ -750,7 +750,8 @@ def search_during_pass(
     during = [ms for ms, ended in timed if finished is None or ended <= finished]
     return {
         "pass": done or started,
-        "during": np.array(during[args.warmup :] or during) * 1000,
+        # NaN when the pass ended before the first query did (a small collection on an idle machine).
+        "during": np.array(during[args.warmup :] or during or [np.nan]) * 1000,
         "busy": busy,
         "others": others,
     }
