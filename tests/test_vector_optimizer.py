@@ -79,7 +79,11 @@ class Writer(threading.Thread):
             self.errors.append(exc)
 
 
-def test_a_copy_is_optimized_and_swapped_in_while_writes_keep_arriving(store: EdgeVectorStore) -> None:
+def test_a_copy_is_optimized_and_swapped_in_while_writes_keep_arriving(
+    store: EdgeVectorStore, monkeypatch
+) -> None:
+    # The writer below writes faster than a server would for the whole pass: keep every update journaled.
+    monkeypatch.setattr("core.vectorstore.edge_shard.JOURNAL_LIMIT", 1_000_000)
     points, indexed_before, _ = store.index_status("memories")
     assert (points, indexed_before) == (
         POINTS,

@@ -118,8 +118,7 @@ class _OpenRoot:
             entries = [self.shards[name] for name in names if name in self.shards]
         for entry in entries:  # outside the lock: a flush takes milliseconds, and searches open shards
             try:
-                # Writes wait for the flush (a few ms a second), so a copy taken under `writing` sees no flush.
-                with entry.writing, entry.reading() as shard:
+                with entry.flushing, entry.reading() as shard:  # a copy for optimizing waits for it
                     shard.flush()
             # Dropped meanwhile, or the disk failed: the write-ahead log still has the writes.
             except Exception as exc:
@@ -346,14 +345,17 @@ class EdgeVectorStore(VectorStore):
     def copy_for_optimizing(self, collection: str, target: Path) -> None:
         """Copy the collection's shard to `target` and journal every later update until the swap.
 
-        Writes wait during the copy (so it is consistent: the flusher is idle and Edge has no background
-        work); searches go on.
+        Writes wait during the copy (so it is consistent: the flusher is held off and Edge has no background
+        work); searches go on. A first flush while writes still go on leaves little for the one inside.
         """
         entry = self._entry(collection, used=False)
-        with self._errors(collection, "copy the collection"), entry.writing, entry.gate.shared():
-            entry.shard.flush()
-            shutil.copytree(self.path / collection, target)
-            entry.start_journal()
+        with self._errors(collection, "copy the collection"):
+            with entry.flushing, entry.reading() as shard:
+                shard.flush()
+            with entry.writing, entry.flushing, entry.gate.shared():
+                entry.shard.flush()
+                shutil.copytree(self.path / collection, target)
+                entry.start_journal()
 
     def stop_journal(self, collection: str) -> None:
         """Forget the journal of an optimization that will not be swapped in."""
@@ -375,11 +377,14 @@ class EdgeVectorStore(VectorStore):
         entry = self._entry(collection, used=False)
         directory, replaced = self.path / name, self.path / f".replaced-{name}"
         trash = self.path / f".trash-{name}"
-        with self._errors(collection, "swap in the optimized copy"), entry.writing:
+        with self._errors(collection, "swap in the optimized copy"):
+            with entry.flushing, entry.reading() as shard:
+                shard.flush()  # while writes go on: the flush and close below then have little to write
+        with self._errors(collection, "swap in the optimized copy"), entry.writing, entry.flushing:
             if entry.journal is None or entry.closed:
                 why = entry.journal_lost or "no copy was taken, or the collection was dropped meanwhile"
                 raise VectorStoreError(f"The optimized copy of {name!r} cannot be swapped in: {why}")
-            entry.shard.flush()  # while searches still go on: the close below then has nothing to write
+            entry.shard.flush()  # while searches still go on
             with entry.gate.exclusive():
                 journal, entry.journal = entry.journal, None
                 entry.shard.close()

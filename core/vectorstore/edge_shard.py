@@ -60,7 +60,8 @@ class Gate:
 
 
 class OpenShard:
-    """One open shard and what guards it: reads and writes hold `gate` shared, writes also `writing`.
+    """One open shard and what guards it: reads and writes hold `gate` shared, writes also `writing`, the
+    background flusher `flushing` (a flush can take seconds on a busy disk: writes must not wait for it).
 
     While an optimized copy is being built, `journal` records every update made since the copy was taken, in
     order, so the swap can replay them onto the copy: nothing written meanwhile is lost, nothing deleted returns.
@@ -70,6 +71,7 @@ class OpenShard:
         self.shard = shard
         self.gate = Gate()
         self.writing = threading.Lock()
+        self.flushing = threading.Lock()
         self.journal: list[qe.UpdateOperation] | None = None
         self.journal_lost = ""  # why a journal was dropped before its swap
         self.closed = False
