@@ -47,7 +47,7 @@ import requests  # noqa: E402
 from embedded import embedded_environ  # noqa: E402
 from report import cpu_model, load  # noqa: E402
 
-from core.vectorstore.optimizer import MIN_POINTS, UNINDEXED_SHARE, history  # noqa: E402
+from core.vectorstore.optimizer import MIN_UNINDEXED_POINTS, UNINDEXED_SHARE, history  # noqa: E402
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 GUNICORN = str(Path(PYTHON).parent / "gunicorn")
@@ -778,7 +778,8 @@ def run_latency(args: argparse.Namespace) -> None:
             rate = (size - indexed) / index_s
             indexed_before, indexed = indexed, size
             # Due by the optimizer's own rule (core/vectorstore/optimizer.py), counting the loaded points unindexed.
-            due = size >= MIN_POINTS and (size - indexed_before) / size >= UNINDEXED_SHARE
+            unindexed = size - indexed_before
+            due = unindexed >= MIN_UNINDEXED_POINTS and unindexed / size >= UNINDEXED_SHARE
             optimizing = search_during_pass(server, client, queries, seen, due, args)
             if optimizing:
                 record = optimizing["pass"]
@@ -924,7 +925,7 @@ the first {args.warmup} discarded; each part timed around the function `memories
 
 The server runs as `make run` does, with the embedded store's optimizer on (core/vectorstore/optimizer.py,
 settings MNEMO_VECTOR_OPTIMIZE_SECONDS=60 and MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS=10, the defaults): once a
-collection of at least {MIN_POINTS:,} points has {UNINDEXED_SHARE:.0%} or more of its vectors outside an HNSW index
+collection has {MIN_UNINDEXED_POINTS:,} points and {UNINDEXED_SHARE:.0%} or more of its vectors outside an HNSW index
 and the store has had no search or write for 10 s, its shard is copied (writes wait, searches go on), a child
 process optimizes the copy at low priority on one core, and the copy is swapped in (searches and writes of that
 collection wait) with the updates made meanwhile replayed onto it. After each load the script waits for a pass to

@@ -158,7 +158,7 @@ def test_a_small_collection_is_not_due(tmp_path: Path) -> None:
     store.ensure_collection(SPEC)
     store.upsert("memories", [make_point(n) for n in range(100)])
     assert optimizer.unindexed_share(store, "memories") == (100, 0.5)
-    assert optimizer.due_collections(store) == []  # under MIN_POINTS brute force is fast enough
+    assert optimizer.due_collections(store) == []  # under MIN_UNINDEXED_POINTS brute force is fast enough
     store.close()
 
 
@@ -206,7 +206,7 @@ def test_the_periodic_task_optimizes_the_servers_store_once_it_is_quiet(
         memory_create(user=user, content="李四是前端工程师", memory_type="semantic")
     settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS = 60
     assert optimize_vectors_when_quiet.run() == "nothing to do now"  # one point: never due
-    monkeypatch.setattr(optimizer, "MIN_POINTS", 1)
+    monkeypatch.setattr(optimizer, "MIN_UNINDEXED_POINTS", 0)
     assert optimize_vectors_when_quiet.run() == "nothing to do now"  # due, but the store was just written
     settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS = 0
     assert optimize_vectors_when_quiet.run() == "started"

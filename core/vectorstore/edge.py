@@ -335,10 +335,10 @@ class EdgeVectorStore(VectorStore):
             info = shard.info()
         return info.points_count, info.indexed_vectors_count, info.segments_count
 
-    def vector_names(self, collection: str) -> int:
-        """How many named vectors (dense and sparse) each point of `collection` may carry."""
+    def vector_names(self, collection: str) -> tuple[int, int]:
+        """How many dense and sparse named vectors each point of `collection` may carry."""
         config = _read_shard_config(self.path / _checked_name(collection))
-        return len(config[0]) + len(config[1]) if config else 1
+        return (len(config[0]), len(config[1])) if config else (1, 0)
 
     # -- optimizing a copy (the steps of core/vectorstore/optimizer.py) ---------------------------------------
 

@@ -13,7 +13,7 @@ minutes at 100,000), so calling it in the serving process would freeze every req
    journal is the engine's own operations in their order, so the copy ends exactly as the old shard was.
 
 start_when_due() begins one such pass, in its own thread and at most one at a time in this process, for a
-collection of at least MIN_POINTS points whose indexed share is under 1 - UNINDEXED_SHARE, once the store has
+collection with at least MIN_UNINDEXED_POINTS points, and UNINDEXED_SHARE of its vectors, outside an index, once the store has
 seen no search or write for `quiet_seconds`. Each pass is appended to <store>/.optimize-log.jsonl.
 """
 
@@ -36,7 +36,9 @@ from .edge import EdgeVectorStore
 
 logger = logging.getLogger(__name__)
 
-MIN_POINTS = 5_000  # below this a brute-force search takes a few milliseconds: not worth a pass
+# Edge indexes a segment only past its indexing threshold (about 5,000 points of 512 dimensions), and brute force
+# over fewer takes a few milliseconds: a pass needs at least this many unindexed points.
+MIN_UNINDEXED_POINTS = 5_000
 UNINDEXED_SHARE = 0.2  # start when at least this share of the vectors is outside an HNSW index
 CHILD_CPUS = 1  # of the machine's cores, the child may use this many; the server keeps the rest
 LOG = ".optimize-log.jsonl"
@@ -53,15 +55,22 @@ def unindexed_share(store: EdgeVectorStore, collection: str) -> tuple[int, float
     points, indexed, _ = store.index_status(collection)
     if not points:
         return 0, 0.0
-    expected = points * store.vector_names(collection)
+    expected = points * sum(store.vector_names(collection))
     return points, max(0.0, 1 - indexed / expected)
+
+
+def unindexed_points(store: EdgeVectorStore, collection: str, points: int, share: float) -> float:
+    """About how many points have dense vectors outside an index (sparse ones are always indexed)."""
+    dense, sparse = store.vector_names(collection)
+    return points * share * (dense + sparse) / max(dense, 1)
 
 
 def due_collections(store: EdgeVectorStore) -> list[str]:
     due = []
     for collection in store.collections():
         points, share = unindexed_share(store, collection)
-        if points < MIN_POINTS or share < UNINDEXED_SHARE:
+        unindexed = unindexed_points(store, collection, points, share)
+        if unindexed < MIN_UNINDEXED_POINTS or share < UNINDEXED_SHARE:
             continue
         if _fruitless.get((store.path, collection)) == points:
             continue
@@ -111,9 +120,14 @@ def optimize_copy(store: EdgeVectorStore, collection: str) -> dict[str, Any]:
         store.copy_for_optimizing(collection, work)
         record["copy_s"] = round(time.perf_counter() - began, 3)
         record["child"] = _run_child(work)
-        swap_began = time.perf_counter()
-        record["replayed"] = store.swap_optimized(collection, work)
-        record["swap_ms"] = round((time.perf_counter() - swap_began) * 1000, 1)
+        if record["child"].get("changed", True):
+            swap_began = time.perf_counter()
+            record["replayed"] = store.swap_optimized(collection, work)
+            record["swap_ms"] = round((time.perf_counter() - swap_began) * 1000, 1)
+        else:  # the copy is as it was: keep the open shard and spare the requests the swap
+            store.stop_journal(collection)
+            shutil.rmtree(work, ignore_errors=True)
+            record["replayed"], record["swap_ms"] = 0, 0.0
     except Exception as exc:
         store.stop_journal(collection)
         shutil.rmtree(work, ignore_errors=True)
