@@ -48,6 +48,8 @@ import requests  # noqa: E402
 from embedded import embedded_environ  # noqa: E402
 from report import cpu_model, load  # noqa: E402
 
+from core.vectorstore.optimizer import MIN_UNINDEXED_POINTS, UNINDEXED_SHARE, history  # noqa: E402
+
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 GUNICORN = str(Path(PYTHON).parent / "gunicorn")
 DATA = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "bench" / "locomo10.json"))
@@ -715,6 +717,56 @@ def pct(values: Sequence[float], p: float) -> float:
     return float(np.percentile(np.asarray(values), p))
 
 
+def optimizer_passes(data_dir: Path) -> list[dict]:
+    """The server's background optimizations of the memories collection (core/vectorstore/optimizer.py)."""
+    return [line for line in history(data_dir / "qdrant-edge") if line["collection"] == "memories"]
+
+
+def passes_before_now(data_dir: Path) -> int:
+    """How many pass records to skip: all but a pass still running (one may start while a load embeds)."""
+    passes = optimizer_passes(data_dir)
+    return len(passes) - 1 if passes and passes[-1]["state"] == "started" else len(passes)
+
+
+def wait_for_pass(data_dir: Path, seen: int, state: str, limit_s: float) -> dict | None:
+    """The first pass record in `state` after the first `seen` records, waiting up to limit_s for it."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        found = [line for line in optimizer_passes(data_dir)[seen:] if line["state"] in (state, "failed")]
+        if found or time.monotonic() > deadline:
+            return found[0] if found else None
+        time.sleep(0.5)
+
+
+def timed_searches(client: Client, queries: list[str]) -> list[tuple[float, datetime]]:
+    """(seconds, UTC time it ended) per query."""
+    return [(client.search(q, limit=10)[1], datetime.now(UTC)) for q in queries]
+
+
+def search_during_pass(
+    server: Server, client: Client, queries: list[str], seen: int, due: bool, args
+) -> dict | None:
+    """If the server starts optimizing after a bulk load, time the queries while it runs, then wait for it."""
+    if not due:
+        return None
+    started = wait_for_pass(server.data_dir, seen, "started", args.optimize_start_wait)
+    if started is None:
+        return None
+    meter = CpuMeter(server.pid)
+    timed = timed_searches(client, queries)
+    busy, others = meter.read()
+    done = wait_for_pass(server.data_dir, seen, "done", args.optimize_wait)
+    finished = datetime.fromisoformat(done["finished"]) if done and done["state"] == "done" else None
+    during = [ms for ms, ended in timed if finished is None or ended <= finished]
+    return {
+        "pass": done or started,
+        # NaN when the pass ended before the first query did (a small collection on an idle machine).
+        "during": np.array(during[args.warmup :] or during or [np.nan]) * 1000,
+        "busy": busy,
+        "others": others,
+    }
+
+
 def run_latency(args: argparse.Namespace) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     queries = latency_queries(args.queries + args.warmup)
@@ -730,9 +782,26 @@ def run_latency(args: argparse.Namespace) -> None:
         for size in sizes:
             began = time.perf_counter()
             client.bulk(latency_memories(size - indexed, offset=indexed))
+            loaded_at = datetime.now(UTC)
+            seen = passes_before_now(server.data_dir)
             index_s = time.perf_counter() - began
             rate = (size - indexed) / index_s
-            indexed = size
+            indexed_before, indexed = indexed, size
+            # Due by the optimizer's own rule (core/vectorstore/optimizer.py), counting the loaded points unindexed.
+            unindexed = size - indexed_before
+            due = unindexed >= MIN_UNINDEXED_POINTS and unindexed / size >= UNINDEXED_SHARE
+            optimizing = search_during_pass(server, client, queries, seen, due, args)
+            if optimizing:
+                record = optimizing["pass"]
+                record["after_load_s"] = (
+                    datetime.fromisoformat(record["started"]) - loaded_at
+                ).total_seconds()
+                print(f"  {size} memories: optimized in the background: {json.dumps(record)}", flush=True)
+                print(
+                    f"  {size} memories during optimization: p50 {pct(optimizing['during'], 50):.1f} ms, "
+                    f"p95 {pct(optimizing['during'], 95):.1f} ms",
+                    flush=True,
+                )
             waited, idle_busy = wait_quiet(args.quiet_wait)
             meter = CpuMeter(server.pid)
             times = [client.search(q, limit=10)[1] for q in queries]
@@ -745,6 +814,7 @@ def run_latency(args: argparse.Namespace) -> None:
                 "busy": busy,
                 "others": others,
                 "before": idle_busy,
+                "optimizing": optimizing,
             }
             print(
                 f"  {size} memories (indexed at {rate:.0f}/s): p50 {pct(warm, 50):.1f} ms, "
@@ -774,6 +844,33 @@ def run_latency(args: argparse.Namespace) -> None:
             f"| {size:,} | {len(ms)} | {ms.mean():.1f} | {pct(ms, 50):.1f} | {pct(ms, 95):.1f} | {pct(ms, 99):.1f} "
             f"| {ms.max():.1f} | {r['before']:.0%} / {r['busy']:.0%} / {r['others']:.0%} | {r['index_rate']:.0f} |"
         )
+    optimize_table = [
+        "| memories | pass started after the load | pass took | writes paused for the copy | reads and writes "
+        "paused for the swap | updates replayed | p50 / p95 ms during | p50 / p95 ms after | CPU busy during / "
+        "others |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size, r in results.items():
+        o = r["optimizing"]
+        if o is None:
+            optimize_table.append(
+                f"| {size:,} | no pass (not due) | | | | | | {pct(r['ms'], 50):.1f} / "
+                f"{pct(r['ms'], 95):.1f} | |"
+            )
+            continue
+        record = o["pass"]
+        if record["state"] != "done":
+            optimize_table.append(
+                f"| {size:,} | {record['after_load_s']:.0f} s | {record['state']}: "
+                f"{record.get('error', 'did not finish in time')} | | | | | | |"
+            )
+            continue
+        optimize_table.append(
+            f"| {size:,} | {record['after_load_s']:.0f} s | {record['seconds']:.0f} s (child "
+            f"{record['child']['seconds']:.0f} s) | {record['copy_s'] * 1000:.0f} ms | {record['swap_ms']:.0f} ms "
+            f"| {record['replayed']} | {pct(o['during'], 50):.1f} / {pct(o['during'], 95):.1f} "
+            f"| {pct(r['ms'], 50):.1f} / {pct(r['ms'], 95):.1f} | {o['busy']:.0%} / {o['others']:.0%} |"
+        )
     split_table = [
         f"| part (in-process, {sizes[-1]:,} memories) | mean ms | p50 ms | p95 ms |",
         "|---|---|---|---|",
@@ -797,6 +894,8 @@ def run_latency(args: argparse.Namespace) -> None:
     print("\n".join(table))
     print()
     print("\n".join(split_table))
+    print()
+    print("\n".join(optimize_table))
     if args.no_write:
         return
     report = f"""# Memory search latency through the API
@@ -832,10 +931,24 @@ the first {args.warmup} discarded; each part timed around the function `memories
 
 {chr(10).join(split_table)}
 
+## Background optimization while the server runs
+
+The server runs as `make run` does, with the embedded store's optimizer on (core/vectorstore/optimizer.py,
+settings MNEMO_VECTOR_OPTIMIZE_SECONDS=60 and MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS=10, the defaults): once a
+collection has {MIN_UNINDEXED_POINTS:,} points and {UNINDEXED_SHARE:.0%} or more of its vectors outside an HNSW index
+and the store has had no search or write for 10 s, its shard is copied (writes wait, searches go on), a child
+process optimizes the copy at low priority on one core, and the copy is swapped in (searches and writes of that
+collection wait) with the updates made meanwhile replayed onto it. After each load the script waits for a pass to
+start, sends the same {len(queries)} queries while it runs ("during", the first {args.warmup} discarded; queries
+that ended after the pass finished are left out), waits for it to end, and then times the table above ("after").
+Passes come from the store's own log (`<data dir>/qdrant-edge/.optimize-log.jsonl`).
+
+{chr(10).join(optimize_table)}
+
 ## Reading
 
-- Target: p95 < 50 ms at 10,000 memories. Measured p95 {p95:.1f} ms at {sizes[-1]:,}:
-  {"met" if p95 < 50 else "NOT met"}. p50 grows {pct(big, 50) / pct(results[sizes[0]]["ms"], 50):.2f}× from
+- Targets: p95 < 50 ms at 10,000 memories and < 100 ms at 100,000. Measured p95 {p95:.1f} ms at {sizes[-1]:,}
+  ({"met" if p95 < (50 if sizes[-1] <= 10_000 else 100) else "NOT met"}). p50 grows {pct(big, 50) / pct(results[sizes[0]]["ms"], 50):.2f}× from
   {sizes[0]:,} to {sizes[-1]:,} memories.
 - In-process the whole call takes p50 {inproc_p50:.1f} ms (mean {total_inproc:.1f} ms) against {pct(big, 50):.1f} ms
   through HTTP: {overhead}. The largest part is {largest} (p50 {pct(split[largest], 50):.1f} ms).
@@ -1098,6 +1211,18 @@ def main() -> None:
     latency.add_argument("--queries", type=int, default=250, help="timed queries per size (after warm-up)")
     latency.add_argument("--warmup", type=int, default=10)
     latency.add_argument("--no-write", action="store_true")
+    latency.add_argument(
+        "--optimize-start-wait",
+        type=float,
+        default=120,
+        help="seconds to wait after a load for the server to start optimizing (it checks every 60 s)",
+    )
+    latency.add_argument(
+        "--optimize-wait",
+        type=float,
+        default=1800,
+        help="seconds to wait for a background optimization to end",
+    )
     latency.add_argument(
         "--quiet-wait", type=float, default=180, help="seconds to wait for an idle machine before each timing"
     )

@@ -134,6 +134,11 @@ QDRANT_VECTOR_SIZE = env_int("QDRANT_VECTOR_SIZE", 0, minimum=0)  # 0: take the 
 QDRANT_DISTANCE = env_choice("QDRANT_DISTANCE", "cosine", ("cosine", "dot", "euclid"))
 QDRANT_TIMEOUT = env_float("QDRANT_TIMEOUT", 10.0, minimum=0.1)
 QDRANT_EDGE_PATH = DATA_DIR / "qdrant-edge"
+# The embedded store builds its search indexes only when asked: the serving process checks this often (0: never)
+# and, once the store has had no search or write for the quiet seconds, optimizes a copy of any collection that
+# is largely unindexed in a child process and swaps it in (core/vectorstore/optimizer.py).
+MNEMO_VECTOR_OPTIMIZE_SECONDS = env_float("MNEMO_VECTOR_OPTIMIZE_SECONDS", 60.0, minimum=0)
+MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS = env_float("MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS", 10.0, minimum=0)
 
 # --- Graph: SQL over Entity/Relation by default, mirrored to Neo4j when NEO4J_URI is set ----------------------
 NEO4J_URI = env_url("NEO4J_URI", ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"))

@@ -1,4 +1,7 @@
 from celery import shared_task
+from django.conf import settings
+
+from core import stores
 
 
 @shared_task(name="core.ping")
@@ -7,3 +10,17 @@ def ping(value: str) -> dict:
     import os
 
     return {"pong": value, "pid": os.getpid()}
+
+
+@shared_task(name="core.optimize_vectors_when_quiet")
+def optimize_vectors_when_quiet() -> str:
+    """Embedded store: start optimizing a largely unindexed collection in the background once searches and
+    writes have paused (core/vectorstore/optimizer.py). A Qdrant server optimizes by itself."""
+    from core.vectorstore.edge import EdgeVectorStore
+    from core.vectorstore.optimizer import start_when_due
+
+    store = stores.vector_store()
+    if not isinstance(store, EdgeVectorStore):
+        return "not embedded"
+    started = start_when_due(store, quiet_seconds=settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS)
+    return "started" if started else "nothing to do now"

@@ -581,7 +581,8 @@ def test_edge_flushes_written_collections_in_the_background_not_on_every_write(
         def __getattr__(self, name):
             return getattr(self.shard, name)
 
-    counting = root.shards["memories"] = CountingShard(root.shards["memories"])
+    entry = root.shards["memories"]
+    counting = entry.shard = CountingShard(entry.shard)
     try:
         for point_id in (A, B, C, D):
             store.upsert("memories", [p for p in sample_points() if p.id == point_id])

@@ -20,6 +20,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
@@ -51,6 +52,7 @@ from .base import (
     parse_where,
     require_where,
 )
+from .edge_shard import OpenShard
 
 try:  # POSIX only; elsewhere we fall back on recognising the engine's own WAL-lock error.
     import fcntl
@@ -89,7 +91,7 @@ class _OpenRoot:
         self.path = path
         self.pid = os.getpid()
         self.users = 0
-        self.shards: dict[str, qe.EdgeShard] = {}
+        self.shards: dict[str, OpenShard] = {}
         self.lock = threading.RLock()  # serialises opening/closing shards, not reads and writes
         self._lock_fd = lock_fd
         self._written: set[str] = set()
@@ -113,21 +115,23 @@ class _OpenRoot:
     def flush_written(self) -> None:
         with self.lock:
             names, self._written = self._written, set()
-            shards = [self.shards[name] for name in names if name in self.shards]
-        for shard in shards:  # outside the lock: a flush takes milliseconds, and searches open shards
+            entries = [self.shards[name] for name in names if name in self.shards]
+        for entry in entries:  # outside the lock: a flush takes milliseconds, and searches open shards
             try:
-                shard.flush()
-            # Closed meanwhile (close() flushes it), or the disk failed: the write-ahead log still has the writes.
+                with entry.flushing, entry.reading() as shard:  # a copy for optimizing waits for it
+                    shard.flush()
+            # Dropped meanwhile, or the disk failed: the write-ahead log still has the writes.
             except Exception as exc:
                 logger.warning("flushing a vector collection under %s failed: %s", self.path, exc)
 
-    def shard(self, name: str, create: qe.EdgeConfig | None = None) -> qe.EdgeShard:
+    def shard(self, name: str, create: qe.EdgeConfig | None = None) -> OpenShard:
         """The open shard for `name`, loading it from disk or creating it with `create`."""
         with self.lock:
-            shard = self.shards.get(name)
-            if shard is not None:
-                return shard
+            entry = self.shards.get(name)
+            if entry is not None:
+                return entry
             directory = self.path / name
+            finish_interrupted_swap(self.path, name)
             try:
                 if (directory / SHARD_CONFIG).exists():
                     shard = qe.EdgeShard.load(str(directory))
@@ -143,23 +147,27 @@ class _OpenRoot:
                 raise
             except Exception as exc:  # qdrant-edge raises bare Exception
                 raise edge_error(exc, directory, "open the collection") from exc
-            self.shards[name] = shard
-            return shard
+            entry = self.shards[name] = OpenShard(shard)
+            return entry
 
     def drop(self, name: str) -> None:
         with self.lock:
-            shard = self.shards.pop(name, None)
-            if shard is not None:
-                shard.close()
+            entry = self.shards.pop(name, None)
+            if entry is not None:
+                with entry.writing, entry.gate.exclusive():
+                    entry.closed = True
+                    entry.shard.close()
             shutil.rmtree(self.path / name, ignore_errors=True)
 
     def close(self) -> None:
         self._closing.set()
         with self.lock:
-            for shard in self.shards.values():
+            for entry in self.shards.values():
                 try:
-                    shard.flush()
-                    shard.close()
+                    with entry.writing, entry.gate.exclusive():
+                        entry.closed = True
+                        entry.shard.flush()
+                        entry.shard.close()
                 except Exception:  # noqa: S112 - keep closing the others; the WAL makes writes durable
                     continue
             self.shards.clear()
@@ -170,6 +178,7 @@ class _OpenRoot:
 
 _registry_lock = threading.Lock()
 _registry: dict[Path, _OpenRoot] = {}
+_last_used: dict[Path, float] = {}  # monotonic time of the last read or write per store path (idle_seconds)
 
 
 def _acquire(path: Path) -> _OpenRoot:
@@ -233,6 +242,21 @@ def _take_owner_lock(path: Path) -> int | None:
     return fd
 
 
+def finish_interrupted_swap(path: Path, name: str) -> None:
+    """Undo a swap of an optimized copy that a crash interrupted (EdgeVectorStore.swap_optimized).
+
+    `.replaced-<name>` exists only until the copy has every update: while it does, it is the true shard.
+    """
+    replaced, trash = path / f".replaced-{name}", path / f".trash-{name}"
+    if replaced.is_dir():
+        logger.warning(
+            "an optimization of %s was interrupted mid-swap; restoring the shard it replaced", name
+        )
+        shutil.rmtree(path / name, ignore_errors=True)
+        os.rename(replaced, path / name)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
 def edge_error(exc: Exception, path: Path, action: str) -> VectorStoreError:
     """Translate a qdrant-edge exception (always a bare Exception) into ours."""
     if _WAL_LOCKED.search(str(exc)):
@@ -262,16 +286,18 @@ class EdgeVectorStore(VectorStore):
         existing = _read_shard_config(directory)
         if existing is not None and (problem := config_mismatch(spec.name, spec, *existing)):
             raise VectorStoreConfigError(problem)
-        shard = root.shard(spec.name, create=_edge_config(spec))
+        entry = root.shard(spec.name, create=_edge_config(spec))
         wanted = {name: qe.PayloadSchemaType.Keyword for name in spec.keyword_fields}
         wanted |= {name: qe.PayloadSchemaType.Float for name in spec.float_fields}
         with self._errors(spec.name, "create payload indexes"):
-            indexed = shard.info().payload_schema
+            with entry.reading() as shard:
+                indexed = shard.info().payload_schema
             missing = {name: schema for name, schema in wanted.items() if name not in indexed}
             for name, schema in missing.items():
-                shard.update(qe.UpdateOperation.create_field_index(name, schema))
+                entry.update(qe.UpdateOperation.create_field_index(name, schema))
             if missing:
-                shard.flush()
+                with entry.reading() as shard:
+                    shard.flush()
 
     def drop_collection(self, collection: str) -> None:
         self.forget_counts(collection)
@@ -280,22 +306,109 @@ class EdgeVectorStore(VectorStore):
     def collections(self) -> list[str]:
         if not self.path.is_dir():
             return []
-        return sorted(p.name for p in self.path.iterdir() if (p / SHARD_CONFIG).is_file())
+        # Names starting with a dot are an optimization's work (see core/vectorstore/optimizer.py), not collections.
+        return sorted(
+            p.name
+            for p in self.path.iterdir()
+            if _COLLECTION_NAME.fullmatch(p.name) and (p / SHARD_CONFIG).is_file()
+        )
 
     def optimize(self, collection: str) -> bool:
-        """Build HNSW indexes and vacuum deletions. Edge never does this by itself.
+        """Build HNSW indexes and vacuum deletions in this process. Edge never does this by itself.
 
         The binding holds the GIL throughout (15 s at 20,000 points, 3 min at 100,000), which would freeze
-        every thread of a serving process, so only `manage.py optimize_vectors` calls it, with the server down.
+        every thread of a serving process: only `manage.py optimize_vectors` calls it, with the server down.
+        A running server optimizes a copy in a child process instead (core/vectorstore/optimizer.py).
         """
-        with self._errors(collection, "optimize"):
-            return bool(self._shard(collection).optimize())
+        entry = self._entry(collection)
+        with self._errors(collection, "optimize"), entry.writing, entry.gate.exclusive():
+            return bool(entry.shard.optimize())
 
     def index_status(self, collection: str) -> tuple[int, int, int]:
-        """(points, vectors in HNSW indexes, segments). Unindexed vectors are searched by brute force."""
-        with self._errors(collection, "read shard info"):
-            info = self._shard(collection).info()
+        """(points, indexed vectors, segments). Unindexed dense vectors are searched by brute force.
+
+        Indexed vectors count every named vector, sparse ones too (their index is always built), so a fully
+        indexed collection shows points × vector names.
+        """
+        entry = self._entry(collection, used=False)  # asking is not traffic: see idle_seconds
+        with self._errors(collection, "read shard info"), entry.reading() as shard:
+            info = shard.info()
         return info.points_count, info.indexed_vectors_count, info.segments_count
+
+    def vector_names(self, collection: str) -> tuple[int, int]:
+        """How many dense and sparse named vectors each point of `collection` may carry."""
+        config = _read_shard_config(self.path / _checked_name(collection))
+        return (len(config[0]), len(config[1])) if config else (1, 0)
+
+    # -- optimizing a copy (the steps of core/vectorstore/optimizer.py) ---------------------------------------
+
+    def copy_for_optimizing(self, collection: str, target: Path) -> None:
+        """Copy the collection's shard to `target` and journal every later update until the swap.
+
+        Writes wait during the copy (so it is consistent: the flusher is held off and Edge has no background
+        work); searches go on. A first flush while writes still go on leaves little for the one inside.
+        """
+        entry = self._entry(collection, used=False)
+        with self._errors(collection, "copy the collection"):
+            with entry.flushing, entry.reading() as shard:
+                shard.flush()
+            with entry.writing, entry.flushing, entry.gate.shared():
+                entry.shard.flush()
+                shutil.copytree(self.path / collection, target)
+                entry.start_journal()
+
+    def stop_journal(self, collection: str) -> None:
+        """Forget the journal of an optimization that will not be swapped in."""
+        with self._open().lock:
+            entry = self._open().shards.get(_checked_name(collection))
+        if entry is not None:
+            with entry.writing:
+                entry.journal = None
+
+    def swap_optimized(self, collection: str, optimized: Path) -> int:
+        """Put the optimized copy at `optimized` in place of the open shard; returns the updates replayed.
+
+        Reads and writes of this collection wait meanwhile. The old shard is moved aside, not deleted, until the
+        copy is loaded and has every update made since the copy: a crash before that puts the old one back when
+        the store next opens (finish_interrupted_swap).
+        """
+        root = self._open()
+        name = _checked_name(collection)
+        entry = self._entry(collection, used=False)
+        directory, replaced = self.path / name, self.path / f".replaced-{name}"
+        trash = self.path / f".trash-{name}"
+        with self._errors(collection, "swap in the optimized copy"):
+            with entry.flushing, entry.reading() as shard:
+                shard.flush()  # while writes go on: the flush and close below then have little to write
+        with self._errors(collection, "swap in the optimized copy"), entry.writing, entry.flushing:
+            if entry.journal is None or entry.closed:
+                why = entry.journal_lost or "no copy was taken, or the collection was dropped meanwhile"
+                raise VectorStoreError(f"The optimized copy of {name!r} cannot be swapped in: {why}")
+            entry.shard.flush()  # while searches still go on
+            with entry.gate.exclusive():
+                journal, entry.journal = entry.journal, None
+                entry.shard.close()
+                os.rename(directory, replaced)
+                os.rename(optimized, directory)
+                try:
+                    shard = qe.EdgeShard.load(str(directory))
+                    for operation in journal:  # into the copy's write-ahead log: durable without a flush
+                        shard.update(operation)
+                except BaseException:
+                    shutil.rmtree(directory, ignore_errors=True)
+                    os.rename(replaced, directory)
+                    entry.shard = qe.EdgeShard.load(str(directory))
+                    raise
+                entry.shard = shard
+                os.rename(replaced, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        if journal:
+            root.written(name)
+        return len(journal)
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last search or write through any store on this path in this process."""
+        return time.monotonic() - _last_used.get(self.path, 0.0)
 
     # -- writes: each is in the shard's write-ahead log before returning, so it survives a crash of this process;
     # segments are flushed to disk within FLUSH_SECONDS by one background flusher, not by every write (a flush
@@ -307,9 +420,9 @@ class EdgeVectorStore(VectorStore):
         if not points:
             return
         edge_points = [qe.Point(p.id, _edge_vectors(p), dict(p.payload)) for p in points]
-        shard = self._shard(collection)
+        entry = self._entry(collection)
         with self._errors(collection, "upsert points"):
-            shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            entry.update(qe.UpdateOperation.upsert_points(edge_points))
         self._written(collection)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
@@ -317,9 +430,9 @@ class EdgeVectorStore(VectorStore):
         point_ids: list[qe.PointId] = [normalize_id(i) for i in ids]
         if not point_ids:
             return
-        shard = self._shard(collection)
+        entry = self._entry(collection)
         with self._errors(collection, "delete points"):
-            shard.update(qe.UpdateOperation.delete_points(point_ids))
+            entry.update(qe.UpdateOperation.delete_points(point_ids))
         self._written(collection)
 
     def delete_where(self, collection: str, where: Where) -> None:
@@ -327,9 +440,9 @@ class EdgeVectorStore(VectorStore):
         require_where(where)
         flt = _edge_filter(where)
         assert flt is not None  # require_where refused a where without conditions
-        shard = self._shard(collection)
+        entry = self._entry(collection)
         with self._errors(collection, "delete points"):
-            shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+            entry.update(qe.UpdateOperation.delete_points_by_filter(flt))
         self._written(collection)
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -358,8 +471,7 @@ class EdgeVectorStore(VectorStore):
             with_payload=True if payload_keys is None else list(payload_keys),
             with_vector=False,
         )
-        shard = self._shard(collection)
-        with self._errors(collection, "search"):
+        with self._errors(collection, "search"), self._entry(collection).reading() as shard:
             found = shard.query(request)
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
@@ -367,8 +479,7 @@ class EdgeVectorStore(VectorStore):
         point_ids = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
-        shard = self._shard(collection)
-        with self._errors(collection, "retrieve points"):
+        with self._errors(collection, "retrieve points"), self._entry(collection).reading() as shard:
             # The cast: the stubs ask for list[PointId] (invariant) where any list of ids does.
             records = shard.retrieve(
                 cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=False
@@ -377,10 +488,10 @@ class EdgeVectorStore(VectorStore):
         return order_hits(point_ids, found)
 
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
-        shard = self._shard(collection)
+        entry = self._entry(collection)
         found: list[str] = []
         offset = None
-        with self._errors(collection, "list points"):
+        with self._errors(collection, "list points"), entry.reading() as shard:
             while True:
                 request = qe.ScrollRequest(
                     offset=offset,
@@ -396,8 +507,7 @@ class EdgeVectorStore(VectorStore):
 
     def count(self, collection: str, where: Where | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=_edge_filter(where))
-        shard = self._shard(collection)
-        with self._errors(collection, "count points"):
+        with self._errors(collection, "count points"), self._entry(collection).reading() as shard:
             return int(shard.count(request))
 
     # -- lifecycle -----------------------------------------------------------------------------------------
@@ -421,6 +531,12 @@ class EdgeVectorStore(VectorStore):
             return self._root
 
     def _shard(self, collection: str) -> qe.EdgeShard:
+        """The engine's shard itself, for benchmarks that read its internals."""
+        return self._entry(collection).shard
+
+    def _entry(self, collection: str, used: bool = True) -> OpenShard:
+        if used:
+            _last_used[self.path] = time.monotonic()
         return self._open().shard(_checked_name(collection))
 
     def _written(self, collection: str) -> None:

@@ -11,7 +11,9 @@ class Command(BaseCommand):
     help = (
         "Build the HNSW indexes of the embedded Qdrant Edge store and vacuum deleted points. Edge never does "
         "this by itself and searches unindexed points by brute force (at 100,000 chunks 120 ms instead of "
-        "17 ms per search). Run it with the server stopped: it takes the store's lock and minutes at that size. "
+        "17 ms per search). The running server does the same by itself in the background when a collection is "
+        "largely unindexed and the store is quiet (MNEMO_VECTOR_OPTIMIZE_SECONDS); this command is for a stopped "
+        "server: it takes the store's lock and minutes at that size. "
         "A Qdrant server (QDRANT_URL) optimizes in the background and needs nothing."
     )
 
