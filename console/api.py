@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, File, Router, Schema, Status, UploadedFile
+from ninja import Body, File, Query, Router, Schema, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
@@ -93,10 +93,8 @@ def create_run(request: HttpRequest, payload: Body[RunIn | None] = None):
 
 
 @router.get("/runs", response=list[RunOut], summary="Evaluation runs, newest first")
-def list_runs(request: HttpRequest, limit: int = 20):
-    return [
-        _run_out(view) for view in evaluation.run_history(user=_owner(request), limit=min(max(limit, 1), 100))
-    ]
+def list_runs(request: HttpRequest, limit: int = Query(20, ge=1, le=100)):
+    return [_run_out(view) for view in evaluation.run_history(user=_owner(request), limit=limit)]
 
 
 @router.get("/runs/{int:run_id}", response=RunDetailOut, summary="A run with its per-question results")

@@ -6,34 +6,40 @@ from ninja import Field, Schema
 
 from console.evaluation import MAX_TEXT
 from console.models import GoldenQuestion
+from core.limits import MAX_LIST_ITEMS
+from core.schemas import BodySchema, Flag, clean_text
+from knowledge.schemas import Namespace
 
 TargetName = Literal["memories", "knowledge"]
 ScopeName = Literal["all", "memories", "knowledge"]
+QuestionText = clean_text(MAX_TEXT, min_chars=1)
+Note = clean_text(5000)
 
 
-class QuestionIn(Schema):
-    text: str = Field(..., min_length=1, max_length=MAX_TEXT)
+class QuestionIn(BodySchema):
+    text: QuestionText
     target: TargetName = "memories"
     expected_memory_ids: list[UUID] = Field(default_factory=list, max_length=1000)
     expected_chunk_ids: list[UUID] = Field(default_factory=list, max_length=1000)
-    namespaces: list[str] = Field(
+    namespaces: list[Namespace] = Field(
         default_factory=list,
+        max_length=MAX_LIST_ITEMS,
         description="Knowledge: the namespaces searched; empty: the expected chunks' ones.",
     )
-    no_answer: bool = Field(
+    no_answer: Flag = Field(
         False, description="The right result is nothing: the search should return nothing."
     )
-    note: str = Field("", max_length=5000)
+    note: Note = ""
 
 
-class QuestionPatch(Schema):
-    text: str | None = Field(None, min_length=1, max_length=MAX_TEXT)
+class QuestionPatch(BodySchema):
+    text: QuestionText | None = None
     target: TargetName | None = None
     expected_memory_ids: list[UUID] | None = Field(None, max_length=1000)
     expected_chunk_ids: list[UUID] | None = Field(None, max_length=1000)
-    namespaces: list[str] | None = None
-    no_answer: bool | None = None
-    note: str | None = Field(None, max_length=5000)
+    namespaces: list[Namespace] | None = Field(None, max_length=MAX_LIST_ITEMS)
+    no_answer: Flag | None = None
+    note: Note | None = None
 
 
 class QuestionOut(Schema):
@@ -58,7 +64,7 @@ class QuestionOut(Schema):
         return sorted(chunk.pk for chunk in question.expected_chunks.all())
 
 
-class RunIn(Schema):
+class RunIn(BodySchema):
     scope: ScopeName = "all"
 
 

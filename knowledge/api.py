@@ -12,12 +12,14 @@ from ninja.pagination import paginate
 
 from core import hybrid
 from core.auth import require_write
-from core.limits import MAX_QUERY_CHARS
+from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
+from core.schemas import BodySchema, Flag, FormFlag, Number, Whole, clean_text
 from core.tooling import ToolOut
 from knowledge import services
 from knowledge.models import Chunk, Document
+from knowledge.schemas import Namespace
 from knowledge.search import ask, search_chunks
 from knowledge.tools import RAGTool
 
@@ -79,13 +81,13 @@ class ChunkOut(Schema):
     mirror_state: str
 
 
-class KnowledgeSearchIn(Schema):
-    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
-    namespaces: list[str] = Field(default_factory=lambda: ["default"])
-    limit: int = Field(5, ge=1, le=50)
-    min_score: float = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
-    mqe: bool = False
-    hyde: bool = False
+class KnowledgeSearchIn(BodySchema):
+    query: clean_text(MAX_QUERY_CHARS, min_chars=1)
+    namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
+    limit: Whole = Field(5, ge=1, le=50)
+    min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
+    mqe: Flag = False
+    hyde: Flag = False
 
 
 class ChunkHitOut(Schema):
@@ -110,7 +112,7 @@ class KnowledgeSearchOut(Schema):
 
 
 class AskIn(KnowledgeSearchIn):
-    max_chars: int = Field(1200, ge=100, le=20_000, description="Characters of each cited passage.")
+    max_chars: Whole = Field(1200, ge=100, le=20_000, description="Characters of each cited passage.")
 
 
 class CitationOut(Schema):
@@ -132,7 +134,7 @@ class AskOut(Schema):
 
 
 class DocumentFilter(Schema):
-    namespace: str | None = None
+    namespace: Namespace | None = None
     status: (
         Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled"] | None
     ) = None
@@ -150,10 +152,11 @@ def _document(request: HttpRequest, document_id: UUID) -> Document:
 def upload_document(
     request: HttpRequest,
     file: File[UploadedFile],
-    namespace: Form[str] = "default",
-    chunk_size: Form[int] = 800,
-    chunk_overlap: Form[int] = 100,
-    wait: Form[bool] = False,
+    namespace: Namespace = Form("default"),  # noqa: B008 (ninja's idiom: the call declares a form field)
+    # The bounds services.check_chunking enforces; the overlap's, relative to chunk_size, is said in words.
+    chunk_size: int = Form(800, ge=50, le=8000, description="Tokens per chunk."),
+    chunk_overlap: int = Form(100, ge=0, lt=4000, description="Tokens; less than half of chunk_size."),
+    wait: FormFlag = Form(False),  # noqa: B008
 ):
     """Multipart upload (pdf, docx, xlsx, pptx, html, csv, json, epub, txt, md; images give metadata only unless an
     LLM is configured). Ingestion runs in the background: poll GET /documents/{id}/status, or send wait=true to get

@@ -1,6 +1,5 @@
 """Memories, sessions and the memory tool over the JSON API. Every query starts from the key's owner."""
 
-from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -15,7 +14,9 @@ from ninja.security import django_auth
 
 from agents.models import AgentSession
 from core.auth import API_AUTH, require_write
+from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
+from core.schemas import FormFlag, Timestamp, clean_text
 from core.tooling import ToolOut
 from memories import cleaning, services
 from memories.models import EditVia, Memory, Proposal
@@ -45,6 +46,10 @@ from memories.schemas import (
 )
 from memories.tools import MemoryTool
 
+Name = clean_text(MAX_NAME_CHARS)
+Description = clean_text(MAX_CONTENT_CHARS)
+ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
+
 router = Router(tags=["memories"])
 sessions_router = Router(tags=["sessions"])
 tools_router = Router(tags=["tools"])
@@ -65,16 +70,16 @@ def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSes
 
 class MemoryFilter(Schema):
     memory_type: MemoryTypeName | None = None
-    session_id: str | None = None
-    min_importance: float | None = None
-    max_importance: float | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    archived: bool = False
-    superseded: bool | None = Field(
+    session_id: Name | None = None
+    min_importance: float | None = Field(None, ge=0.0, le=1.0)
+    max_importance: float | None = Field(None, ge=0.0, le=1.0)
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+    archived: FormFlag = False
+    superseded: FormFlag | None = Field(
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
-    q: str | None = None
+    q: clean_text(MAX_QUERY_CHARS) | None = None
 
 
 def _written(written: services.Written) -> dict[str, Any]:
@@ -134,9 +139,9 @@ PERCEPTUAL_MODALITIES = services.PERCEPTUAL_MODALITIES
 def create_perceptual_memory(
     request: HttpRequest,
     file: File[UploadedFile],
-    content: Form[str] = "",
-    importance: Form[float] = 0.5,
-    session_id: Form[str] = "",
+    content: Description = Form(""),  # noqa: B008 (ninja's idiom: the call declares a form field)
+    importance: float = Form(0.5, ge=0.0, le=1.0),
+    session_id: Name = Form(""),  # noqa: B008
 ):
     """Multipart upload: the file is kept with the memory and `content` (a description) is what search matches;
     without a description the file name is used. Only the text is embedded: no image or audio model runs here."""
@@ -312,7 +317,7 @@ def dedupe(request: HttpRequest, payload: DedupeIn):
 
 @router.get("/proposals", response=list[ProposalOut], summary="The review queue")
 @paginate(BoundedLimitOffset)
-def list_proposals(request: HttpRequest, status: str = "pending"):
+def list_proposals(request: HttpRequest, status: ProposalStatus = "pending"):
     return Proposal.objects.filter(user=_owner(request), status=status).select_related("memory", "target")
 
 
@@ -349,7 +354,7 @@ def consolidate(request: HttpRequest, payload: ConsolidateIn):
 
 
 @router.get("/summary", response=ToolOut, summary="Counts per type and the most important memories")
-def summary(request: HttpRequest, limit: int = 10):
+def summary(request: HttpRequest, limit: int = Query(10, ge=1, le=100)):
     reply = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth).execute(
         {"action": "summary", "limit": limit}
     )

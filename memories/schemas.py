@@ -1,5 +1,5 @@
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -7,51 +7,52 @@ from ninja import Field, Schema
 from core.limits import (
     MAX_CONTENT_CHARS,
     MAX_LIST_ITEMS,
-    MAX_METADATA_BYTES,
-    MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_SHORT_TEXT_CHARS,
 )
+from core.schemas import BodySchema, Flag, Metadata, Number, Timestamp, Whole, clean_text
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
 from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
 
-METADATA_RULE = (
-    f"A JSON object of at most {MAX_METADATA_BYTES:,} bytes, nested at most {MAX_METADATA_DEPTH} levels."
-)
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
+Content = clean_text(MAX_CONTENT_CHARS, min_chars=1)
+ShortText = clean_text(MAX_SHORT_TEXT_CHARS)
+Name = clean_text(MAX_NAME_CHARS)
+SessionKey = clean_text(MAX_NAME_CHARS, min_chars=1)
+Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
 
-class MemoryIn(Schema):
-    content: str = Field(..., min_length=1, max_length=MAX_CONTENT_CHARS)
+class MemoryIn(BodySchema):
+    content: Content
     memory_type: MemoryTypeName = "working"
-    importance: float = Field(0.5, ge=0.0, le=1.0)
-    session_id: str | None = Field(
-        None, max_length=MAX_NAME_CHARS, description="Your name for the session; created on first use."
+    importance: Importance = 0.5
+    session_id: SessionKey | None = Field(
+        None, description="Your name for the session; created on first use."
     )
-    metadata: dict[str, Any] = Field(default_factory=dict, description=METADATA_RULE)
-    created_at: datetime | None = Field(None, description="Keep an imported memory's original date.")
-    context: str = Field("", max_length=MAX_SHORT_TEXT_CHARS)
-    outcome: str = Field("", max_length=MAX_SHORT_TEXT_CHARS)
-    participants: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
-    tags: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    metadata: Metadata = Field(default_factory=dict)
+    created_at: Timestamp | None = Field(None, description="Keep an imported memory's original date.")
+    context: ShortText = ""
+    outcome: ShortText = ""
+    participants: list[Name] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[Name] = Field(default_factory=list, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
 
 
-class MemoryPatch(Schema):
-    content: str | None = Field(None, min_length=1, max_length=MAX_CONTENT_CHARS)
+class MemoryPatch(BodySchema):
+    content: Content | None = None
     memory_type: MemoryTypeName | None = None
-    importance: float | None = Field(None, ge=0.0, le=1.0)
-    metadata: dict[str, Any] | None = Field(None, description=METADATA_RULE)
-    context: str | None = Field(None, max_length=MAX_SHORT_TEXT_CHARS)
-    outcome: str | None = Field(None, max_length=MAX_SHORT_TEXT_CHARS)
-    participants: list[str] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
-    tags: list[str] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
-    archived: bool | None = Field(None, description="true hides the memory from search; false restores it.")
+    importance: Importance | None = None
+    metadata: Metadata | None = None
+    context: ShortText | None = None
+    outcome: ShortText | None = None
+    participants: list[Name] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[Name] | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    archived: Flag | None = Field(None, description="true hides the memory from search; false restores it.")
 
 
-class BulkIn(Schema):
+class BulkIn(BodySchema):
     items: list[MemoryIn] = Field(..., min_length=1, max_length=1000)
 
 
@@ -121,16 +122,16 @@ class WrittenMemoryOut(MemoryOut):
     write: WriteOut
 
 
-class SearchIn(Schema):
-    query: str = Field(..., max_length=MAX_QUERY_CHARS)
-    limit: int = Field(5, ge=1, le=100)
+class SearchIn(BodySchema):
+    query: clean_text(MAX_QUERY_CHARS)
+    limit: Whole = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
-    min_importance: float = Field(0.0, ge=0.0, le=1.0)
-    session_id: str | None = None
-    time_range: tuple[datetime | None, datetime | None] | None = Field(
+    min_importance: Importance = 0.0
+    session_id: SessionKey | None = None
+    time_range: tuple[Timestamp | None, Timestamp | None] | None = Field(
         None, description="[start, end], ISO 8601; either may be null."
     )
-    include_superseded: bool = Field(False, description="Also return facts a newer fact replaced.")
+    include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
 
 
 class ScoredMemoryOut(Schema):
@@ -154,13 +155,13 @@ class SearchOut(Schema):
     notice: str = ""
 
 
-class ForgetIn(Schema):
+class ForgetIn(BodySchema):
     """Forgetting deletes, so the strategy is never assumed: the body must name it."""
 
     strategy: Literal["importance_based", "time_based", "capacity_based"]
-    threshold: float = Field(0.1, ge=0.0, le=1.0)
-    max_age_days: float = Field(30, ge=0, le=MAX_AGE_DAYS)
-    max_capacity: int = Field(100, ge=0, le=MAX_CAPACITY)
+    threshold: Importance = 0.1
+    max_age_days: Number = Field(30, ge=0, le=MAX_AGE_DAYS)
+    max_capacity: Whole = Field(100, ge=0, le=MAX_CAPACITY)
     memory_types: list[MemoryTypeName] | None = None
 
 
@@ -168,13 +169,13 @@ class ForgetOut(Schema):
     forgotten: int
 
 
-class ConsolidateIn(Schema):
+class ConsolidateIn(BodySchema):
     """Consolidation changes memories' types, so the body must name both."""
 
     from_type: MemoryTypeName
     to_type: MemoryTypeName
-    importance_threshold: float = Field(0.7, ge=0.0, le=1.0)
-    session_id: str | None = None
+    importance_threshold: Importance = 0.7
+    session_id: SessionKey | None = None
 
 
 class ConsolidateOut(Schema):
@@ -241,7 +242,7 @@ class NeighborhoodOut(Schema):
     relations: list[RelationOut]
 
 
-class MergeIn(Schema):
+class MergeIn(BodySchema):
     into: UUID = Field(..., description="The entity that remains; the one in the path is folded into it.")
 
 
@@ -285,8 +286,8 @@ class ProposalOut(Schema):
     decided_at: datetime | None = None
 
 
-class DedupeIn(Schema):
-    dry_run: bool = Field(True, description="true: only list the proposals; false: queue them for review.")
+class DedupeIn(BodySchema):
+    dry_run: Flag = Field(True, description="true: only list the proposals; false: queue them for review.")
 
 
 class DedupeOut(Schema):

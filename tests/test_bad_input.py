@@ -1,6 +1,7 @@
 """Bad input on every write path gets a clear 4xx that names the rule, and stores nothing (issue 12)."""
 
 import json
+import re
 import time
 
 import pytest
@@ -37,7 +38,11 @@ BAD_MEMORIES = [
         "deeper",
     ),
     ("too many tags", {"content": "tea", "tags": [f"t{i}" for i in range(101)]}, "at most 100"),
-    ("a tag over its cap", {"content": "tea", "participants": ["名" * 201]}, "participants[0]"),
+    (
+        "a participant over its cap",
+        {"content": "tea", "participants": ["名" * 201]},
+        "at most 200 characters",
+    ),
 ]
 
 
@@ -63,7 +68,8 @@ def test_bulk_with_a_bad_field_names_its_item_and_stores_nothing(api):
     items = [{"content": "Ana likes tea"}, {"content": "Kofi likes coffee", "tags": ["ok", "bad\x00"]}]
     response = api("post", "/memories/bulk", {"items": items})
     assert response.status_code == 422
-    assert "items[1]" in response.json()["detail"] and "tags[1]" in response.json()["detail"]
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "payload", "items", 1, "tags", 1] and "U+0000" in error["msg"]
     assert Memory.objects.count() == 0
 
 
@@ -181,3 +187,54 @@ def test_a_read_only_key_cannot_chat_because_a_turn_writes(client, read_key):
     response = _chat(client, read_key, {"messages": [{"role": "user", "content": "I live in Lisbon."}]})
     assert response.status_code == 403 and "read-only" in response.json()["error"]["message"]
     assert (Memory.objects.count(), ChatMessage.objects.count()) == (0, 0)
+
+
+def test_a_body_that_is_not_an_object_is_422_and_changes_nothing(api):
+    memory_id = api("post", "/memories/", {"content": "用户喜欢喝茶"}).json()["id"]
+    for path in (f"/memories/{memory_id}", "/memories/dedupe"):
+        method = "patch" if path.startswith(f"/memories/{memory_id}") else "post"
+        response = api(method, path, [None, None])
+        assert response.status_code == 422 and "JSON object" in response.content.decode(), response.content
+    assert api("get", f"/memories/{memory_id}").json()["content"] == "用户喜欢喝茶"
+
+
+# A value of another JSON type, which pydantic's lax mode would coerce, against what the schema says.
+COERCED = [
+    ("post", "/memories/search", {"query": "tea", "include_superseded": 0}, "include_superseded"),
+    ("post", "/memories/search", {"query": "tea", "limit": "5"}, "limit"),
+    ("post", "/memories/search", {"query": "tea", "limit": True}, "limit"),
+    ("post", "/memories/forget", {"strategy": "capacity_based", "max_capacity": False}, "max_capacity"),
+    ("post", "/memories/", {"content": "tea", "created_at": 0}, "created_at"),
+    ("post", "/memories/", {"content": "tea", "importance": "0.5"}, "importance"),
+    ("get", "/memories/?until=0.5", None, "until"),
+    ("get", "/memories/?archived=1", None, "archived"),
+    ("post", "/knowledge/search", {"query": "tea", "namespaces": [""]}, "namespaces"),
+    ("get", "/entities?entity_type=FRIEND", None, "entity_type"),
+    ("get", "/memories/?q=a%01b", None, "U+0001"),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "named"), COERCED, ids=[f"{m} {p} {b}"[:70] for m, p, b, _ in COERCED]
+)
+def test_a_value_of_another_type_than_documented_is_422(api, method, path, body, named):
+    api("post", "/memories/", {"content": "kept", "importance": 0.05})
+    response = api(method, path, body)
+    assert response.status_code == 422, response.content
+    assert named in response.content.decode()
+    assert Memory.objects.count() == 1
+
+
+def test_the_schema_states_the_caps_and_characters_the_service_enforces(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    memory_in = schema["components"]["schemas"]["MemoryIn"]["properties"]
+    assert memory_in["content"]["maxLength"] == MAX_CONTENT_CHARS
+    assert memory_in["context"]["maxLength"] == MAX_SHORT_TEXT_CHARS
+    pattern = re.compile(memory_in["content"]["pattern"])
+    assert (
+        pattern.match("用户喜欢喝茶\n\tAna")
+        and not pattern.match("Ana\x00")
+        and not pattern.match("\x1b[31m")
+    )
+    assert memory_in["created_at"]["anyOf"][0]["pattern"].startswith("^(000[2-9]")
+    assert schema["components"]["schemas"]["SearchIn"]["properties"]["limit"]["maximum"] == 100

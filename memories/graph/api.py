@@ -1,21 +1,25 @@
 """Entities and relations over the JSON API, always scoped to the key's owner."""
 
+from typing import Literal
 from uuid import UUID
 
 from django.db.models import Q
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Status
-from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from core.auth import require_write
+from core.limits import MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
+from core.schemas import clean_text
 from memories import graph
 from memories.models import EditVia, Entity, EntityType, Relation
 from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
 
 router = Router(tags=["graph"])
+SearchText = clean_text(MAX_QUERY_CHARS)
+EntityTypeName = Literal[tuple(EntityType.values)]
 
 
 def _owner(request: HttpRequest):
@@ -32,10 +36,8 @@ def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
 
 @router.get("/entities", response=list[EntityOut], summary="List or search entities")
 @paginate(BoundedLimitOffset)
-def list_entities(request: HttpRequest, q: str = "", entity_type: str = ""):
-    if entity_type and entity_type not in EntityType.values:
-        raise HttpError(422, f"entity_type must be one of {', '.join(EntityType.values)}")
-    return graph.top_entities(user=_owner(request), limit=100_000, entity_type=entity_type, query=q)
+def list_entities(request: HttpRequest, q: SearchText = "", entity_type: EntityTypeName | None = None):
+    return graph.top_entities(user=_owner(request), limit=100_000, entity_type=entity_type or "", query=q)
 
 
 @router.get(
@@ -60,11 +62,12 @@ def get_entity(request: HttpRequest, entity_id: UUID):
 @router.get(
     "/entities/{uuid:entity_id}/neighbors", response=NeighborhoodOut, summary="Entities within 1-3 hops"
 )
-def get_neighbors(request: HttpRequest, entity_id: UUID, depth: Query[int] = 1, limit: Query[int] = 300):
-    if not 1 <= depth <= 3:
-        raise HttpError(422, "depth must be 1, 2 or 3")
-    if not 1 <= limit <= 1000:
-        raise HttpError(422, "limit must be between 1 and 1000")
+def get_neighbors(
+    request: HttpRequest,
+    entity_id: UUID,
+    depth: int = Query(1, ge=1, le=3),
+    limit: int = Query(300, ge=1, le=1000),
+):
     found = graph.neighbourhood(
         user=_owner(request), entity=_entity(request, entity_id), depth=depth, limit=limit
     )
@@ -94,7 +97,7 @@ def delete_entity(request: HttpRequest, entity_id: UUID):
 
 @router.get("/relations", response=list[RelationOut], summary="List relations")
 @paginate(BoundedLimitOffset)
-def list_relations(request: HttpRequest, entity_id: UUID | None = None, relation_type: str = ""):
+def list_relations(request: HttpRequest, entity_id: UUID | None = None, relation_type: SearchText = ""):
     relations = Relation.objects.filter(user=_owner(request)).select_related("source", "target")
     if entity_id:
         relations = relations.filter(Q(source_id=entity_id) | Q(target_id=entity_id))
