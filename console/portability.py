@@ -27,7 +27,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import AgentSession, ChatMessage
 from console.models import EvaluationRun, GoldenQuestion
 from core.errors import RequestRefused
 from knowledge.models import Chunk, Document
@@ -35,6 +34,8 @@ from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
+    AgentSession,
+    ChatMessage,
     Entity,
     Fact,
     GraphEdit,

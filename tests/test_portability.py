@@ -170,8 +170,8 @@ def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user
     import json
     import zipfile
 
-    from agents.models import AgentSession
     from console.portability import PortabilityError, import_archive
+    from memories.models import AgentSession
 
     theirs = AgentSession.objects.create(user=other_user, key="private")
     api("post", "/memories/", {"content": "Ana likes tea", "memory_type": "semantic", "session_id": "s1"})
