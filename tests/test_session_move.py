@@ -59,3 +59,20 @@ def test_rows_written_before_the_move_survive_it():
     assert AgentSession._meta.db_table == "agents_agentsession" and ChatMessage._meta.db_table in (
         connection.introspection.table_names()
     )
+
+
+def test_the_session_admin_keeps_its_messages_and_its_old_address(admin_client, user):
+    session = AgentSession.objects.create(user=user, key="chat-7", title="Planning")
+    ChatMessage.objects.create(session=session, role="user", content="Book the venue for Friday")
+
+    old = admin_client.get(f"/admin/agents/agentsession/{session.pk}/change/?_changelist_filters=x")
+
+    assert (old.status_code, old["Location"]) == (
+        302,
+        f"/admin/memories/agentsession/{session.pk}/change/?_changelist_filters=x",
+    )
+    page = admin_client.get(old["Location"])
+    assert page.status_code == 200
+    assert "Book the venue for Friday" in page.text  # the messages inline
+    listed = admin_client.get("/admin/memories/chatmessage/")
+    assert listed.status_code == 200 and "user: Book the venue for Friday" in listed.text  # its row
