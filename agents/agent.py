@@ -21,7 +21,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.utils import timezone
 
-from agents.models import AgentSession, ChatMessage, ChatRole
 from agents.toolspecs import FUNCTIONS, openai_tools
 from core import privacy
 from core.disconnect import ClientGone
@@ -32,7 +31,7 @@ from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories import services as memory_services
 from memories.facts import statements
-from memories.models import EditVia, Memory, MemoryType
+from memories.models import AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
 from memories.profile import Profile, user_profile
 from memories.retrieval import MemoryHit, search_memories
 from memories.tools import MemoryTool

@@ -30,10 +30,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent, saved_records, session_end, undo_saved
 from agents.forms import MessageForm
-from agents.models import AgentSession, ChatMessage, ChatRole
 from knowledge.models import Chunk
 from knowledge.views import chunk_url
-from memories.models import Memory
+from memories.models import AgentSession, ChatMessage, ChatRole, Memory
 from memories.services import session_for_key
 
 logger = logging.getLogger(__name__)

@@ -45,9 +45,8 @@ def seed(memories: int, chunks: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from agents.models import AgentSession
     from knowledge.models import Chunk, Document
-    from memories.models import Entity, Memory, MemoryEntity, Relation
+    from memories.models import AgentSession, Entity, Memory, MemoryEntity, Relation
 
     user = get_user_model().objects.create_user(username="bench", password="bench-password")
     session = AgentSession.objects.create(user=user, key="bench-session", title="bench session")

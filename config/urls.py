@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 
 from config.api import api
 from core.forms import AdminSignInForm
@@ -19,6 +20,11 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Sessions and chat messages were agents' models until issue 13; their old admin addresses still lead there.
+    re_path(
+        r"^admin/agents/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/memories/%(rest)s", query_string=True),
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

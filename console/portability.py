@@ -27,7 +27,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import AgentSession, ChatMessage
 from console.models import EvaluationRun, GoldenQuestion
 from core.errors import RequestRefused
 from knowledge.models import Chunk, Document
@@ -35,6 +34,8 @@ from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
+    AgentSession,
+    ChatMessage,
     Entity,
     Fact,
     GraphEdit,
@@ -67,6 +68,8 @@ MODELS = (
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
 RENUMBERED = (Fact, MemoryAccess, GraphEdit, GoldenQuestion, EvaluationRun)
 FILE_FIELDS = {Document: "file", Memory: "file"}
+# Archives written while sessions and chat messages were models of agents name them by those labels.
+FORMER_LABELS = {"agents.agentsession": "memories.agentsession", "agents.chatmessage": "memories.chatmessage"}
 MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
 
 
@@ -172,6 +175,8 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
     source = manifest["username"]
     target = as_username or source
     records = [json.loads(line) for line in lines if line.strip()]
+    for record in records:
+        record["model"] = FORMER_LABELS.get(record.get("model"), record.get("model"))
     _check_contained(records, source)
     for record in records:
         fields = record["fields"]

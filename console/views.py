@@ -10,7 +10,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents.models import AgentSession
 from console import evaluation, portability
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
@@ -23,7 +22,7 @@ from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from memories.history import most_and_least_retrieved
-from memories.models import Entity, Memory
+from memories.models import AgentSession, Entity, Memory
 from memories.profile import user_profile
 from memories.retrieval import search_memories
 

@@ -1,6 +1,8 @@
 from django.contrib import admin
 
 from memories.models import (
+    AgentSession,
+    ChatMessage,
     Entity,
     Fact,
     GraphEdit,
@@ -103,3 +105,26 @@ class ProposalAdmin(admin.ModelAdmin):
     list_display = ["action", "memory", "target", "status", "user", "created_at"]
     list_filter = ["action", "status"]
     raw_id_fields = ["user", "memory", "target"]
+
+
+class ChatMessageInline(admin.TabularInline):
+    model = ChatMessage
+    extra = 0
+    fields = ["role", "content", "prompt_tokens", "completion_tokens", "latency_ms", "error", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(admin.ModelAdmin):
+    list_display = ["key", "title", "user", "started_at", "ended_at"]
+    list_filter = ["started_at"]
+    search_fields = ["key", "title", "user__username"]
+    inlines = [ChatMessageInline]
+
+
+@admin.register(ChatMessage)
+class ChatMessageAdmin(admin.ModelAdmin):
+    list_display = ["session", "role", "created_at", "prompt_tokens", "completion_tokens", "latency_ms"]
+    list_filter = ["role"]
+    search_fields = ["content"]
+    raw_id_fields = ["session"]

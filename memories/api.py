@@ -12,14 +12,13 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
-from agents.models import AgentSession
 from core.auth import API_AUTH, require_write
 from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
 from core.schemas import FormFlag, Timestamp, clean_text
 from core.tooling import ToolOut
 from memories import cleaning, services
-from memories.models import EditVia, Memory, Proposal
+from memories.models import AgentSession, EditVia, Memory, Proposal
 from memories.profile import GROUPS, user_profile
 from memories.retrieval import search_memories
 from memories.schemas import (

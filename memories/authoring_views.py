@@ -14,10 +14,9 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents.models import AgentSession
 from memories import curation, services
 from memories.forms import MemoryAddForm, MemoryPageEditForm
-from memories.models import EditVia, Memory, MemoryEdit
+from memories.models import AgentSession, EditVia, Memory, MemoryEdit
 
 # Magic numbers of the raster images a browser shows safely. The upload's own content type is the client's
 # claim, so a file is shown inline only when its first bytes say it is one of these (never SVG or HTML).

@@ -19,12 +19,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.models import AgentSession, ChatMessage
 from core.limits import InputRejected
 from core.models import MirrorState
 from knowledge.models import Document
 from memories import curation, services
-from memories.models import EditVia, Memory, MemoryEdit, MemoryType
+from memories.models import AgentSession, ChatMessage, EditVia, Memory, MemoryEdit, MemoryType
 
 MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
 MAX_TAGS = 20

@@ -11,9 +11,9 @@ from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
-from agents.models import AgentSession
 from memories import bulk
 from memories.forms import MemoryFilterForm, day_bounds
+from memories.models import AgentSession
 from memories.views import _back_to_list, _browse, _render_table, filtered_memories, ticked_ids
 
 UNDO_KEY = "memory_bulk_undo"

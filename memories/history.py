@@ -11,10 +11,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Page, Paginator
 from django.utils.dateparse import parse_datetime
 
-from agents.models import ChatMessage
 from core.models import ApiKey
 from knowledge.models import Document
-from memories.models import Memory, MemoryAccess, MemoryEdit
+from memories.models import ChatMessage, Memory, MemoryAccess, MemoryEdit
 from memories.services import RESTORABLE_FIELDS
 
 RETRIEVALS_PER_PAGE = 25

@@ -1,3 +1,4 @@
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -14,6 +15,71 @@ class MemoryType(models.TextChoices):
     EPISODIC = "episodic", "episodic"
     SEMANTIC = "semantic", "semantic"
     PERCEPTUAL = "perceptual", "perceptual"
+
+
+class AgentSessionQuerySet(models.QuerySet):
+    def for_user(self, user):
+        return self.filter(user=user)
+
+
+class AgentSession(models.Model):
+    """One conversation of one user with an agent; working memory lives inside it. Its service, pages and API
+    are memories' (session_for_key, the sessions pages, /api/v1/sessions); the table keeps the name it had
+    when the model lived in agents."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
+    )
+    # The caller's own name for the session (Hello-Agents passes free-form session ids such as "session_1").
+    key = models.CharField(max_length=200)
+    title = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    objects = AgentSessionQuerySet.as_manager()
+
+    class Meta:
+        db_table = "agents_agentsession"
+        ordering = ["-started_at"]
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="unique_session_key_per_user")]
+
+    def __str__(self) -> str:
+        return self.title or self.key
+
+
+class ChatRole(models.TextChoices):
+    SYSTEM = "system", "system"
+    USER = "user", "user"
+    ASSISTANT = "assistant", "assistant"
+    TOOL = "tool", "tool"
+
+
+class ChatMessage(models.Model):
+    """One turn of a session. The agent writes them; they live beside the session because memories are
+    captured from them and cite them (Memory.source_message, provenance, undelete)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=10, choices=ChatRole)
+    content = models.TextField(blank=True)
+    # OpenAI-style tool calls with their results, in the order the agent made them.
+    tool_calls = models.JSONField(default=list, blank=True)
+    # Ids of the memories and chunks put into the prompt, for citations: {"memories": [...], "chunks": [...]}.
+    retrieved = models.JSONField(default=dict, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "agents_chatmessage"
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
 
 
 class MemoryQuerySet(models.QuerySet):
@@ -73,7 +139,7 @@ class MemoryQuerySet(models.QuerySet):
 class Memory(MirroredModel):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
     session = models.ForeignKey(
-        "agents.AgentSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+        AgentSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
     )
     memory_type = models.CharField(max_length=10, choices=MemoryType, default=MemoryType.WORKING)
     content = models.TextField()
@@ -85,7 +151,7 @@ class Memory(MirroredModel):
     access_count = models.PositiveIntegerField(default=0)
     archived_at = models.DateTimeField(null=True, blank=True)
     source_message = models.ForeignKey(
-        "agents.ChatMessage",
+        ChatMessage,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -185,7 +251,7 @@ class MemoryAccess(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="accesses")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
-    session = models.ForeignKey("agents.AgentSession", on_delete=models.SET_NULL, null=True, blank=True)
+    session = models.ForeignKey(AgentSession, on_delete=models.SET_NULL, null=True, blank=True)
     query = models.TextField(blank=True)
     rank = models.PositiveSmallIntegerField(null=True, blank=True)  # 1 = the top result; None: before 0006
     score = models.FloatField(default=0)

@@ -25,7 +25,6 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from agents.models import AgentSession
 from core import hybrid, stores
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.queries import owned_by_pk
@@ -33,7 +32,7 @@ from core.text import lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import Entity, Memory, MemoryEntity, MemoryType
+from memories.models import AgentSession, Entity, Memory, MemoryEntity, MemoryType
 from memories.services import importance_weight, recency_score, time_decay
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,6 @@ from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
 from django.utils import timezone
 
-from agents.models import AgentSession
 from core import privacy
 from core.dispatch import dispatch_on_commit
 from core.limits import (
@@ -37,6 +36,7 @@ from core.text import count_tokens, fingerprint
 from memories import curation, mirror
 from memories.entities import Extraction, Mention, entity_key, extract
 from memories.models import (
+    AgentSession,
     EditVia,
     Entity,
     Fact,

@@ -19,7 +19,7 @@ from core.limits import InputRejected
 from core.models import ApiKey
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, parse_moment, tool_user
 from memories import services
-from memories.models import EditVia, Memory, MemoryType
+from memories.models import AgentSession, EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
 TYPE_LABELS = {
@@ -156,8 +156,6 @@ class MemoryTool(ActionTool):
         key = params.raw.get("session_id")
         if not key:
             return None
-        from agents.models import AgentSession
-
         session = AgentSession.objects.filter(user=self.user, key=key).first()
         if session is None:
             raise ToolInputError(f"no session named {key!r} for this user")

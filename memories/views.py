@@ -23,12 +23,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
-from agents.models import AgentSession
 from core.pages import from_row, navigate, next_url
 from core.querystrings import clean_query
 from memories import authoring_views, bulk, cleaning, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
-from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
+from memories.models import AgentSession, EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
 
 PAGE_SIZE = 50

@@ -5,8 +5,7 @@ import time
 import pytest
 from openai import APIStatusError, OpenAI
 
-from agents.models import ChatMessage
-from memories.models import Memory
+from memories.models import ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

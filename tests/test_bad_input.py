@@ -6,10 +6,9 @@ import time
 
 import pytest
 
-from agents.models import ChatMessage
 from core.limits import MAX_CHAT_MESSAGE_CHARS, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_SHORT_TEXT_CHARS
 from memories.entities import extract
-from memories.models import Memory
+from memories.models import ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db
 

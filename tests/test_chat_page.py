@@ -10,9 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.agent import RETRIEVAL_ONLY
-from agents.models import AgentSession, ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
-from memories.models import Memory
+from memories.models import AgentSession, ChatMessage, ChatRole, Memory
 from memories.services import memory_create, session_for_key
 
 # The memory services mirror to the vector store on commit, and retrieval reads the mirror.

@@ -16,8 +16,7 @@ from tests.served import ServedInstance
 TURN_SECONDS = 60
 STATE = """
 import json
-from agents.models import ChatMessage
-from memories.models import Memory
+from memories.models import ChatMessage, Memory
 answer = ChatMessage.objects.get(session__key={session!r}, role="assistant")
 print(json.dumps({{
     "error": answer.error,

@@ -10,9 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from agents.models import AgentSession
 from core.models import MirrorState
-from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity
+from memories.models import AgentSession, ChatMessage, EditVia, Entity, Memory, MemoryEdit, MemoryEntity
 from memories.retrieval import SCORE_PARTS
 from memories.services import memory_archive, memory_create, memory_update, session_for_key
 from memories.views import PAGE_SIZE, Cursor
@@ -1126,7 +1125,6 @@ def test_a_search_on_the_memory_page_is_recorded_as_a_retrieval_by_page(logged_i
 
 
 def test_provenance_names_the_chat_message_and_document(logged_in, user):
-    from agents.models import ChatMessage
     from knowledge.models import Document
 
     session = session_for_key(user=user, key="chat-9")

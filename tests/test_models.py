@@ -5,9 +5,8 @@ from django.apps import apps
 from django.contrib import admin
 from django.db import IntegrityError
 
-from agents.models import AgentSession, ChatMessage
 from knowledge.models import Chunk, Document
-from memories.models import Entity, Memory, MemoryEntity, Relation
+from memories.models import AgentSession, ChatMessage, Entity, Memory, MemoryEntity, Relation
 from memories.services import memory_create
 
 pytestmark = pytest.mark.django_db

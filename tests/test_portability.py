@@ -170,8 +170,8 @@ def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user
     import json
     import zipfile
 
-    from agents.models import AgentSession
     from console.portability import PortabilityError, import_archive
+    from memories.models import AgentSession
 
     theirs = AgentSession.objects.create(user=other_user, key="private")
     api("post", "/memories/", {"content": "Ana likes tea", "memory_type": "semantic", "session_id": "s1"})
@@ -217,3 +217,44 @@ def test_the_api_keys_page_downloads_and_loads_the_archive(logged_in, api, user,
     client.post("/data/import/", {"archive": SimpleUploadedFile("bad.zip", b"nope")})
     assert not other_user.memories.exists()
     assert client.get("/data/export/").status_code == 200  # her own, empty archive
+
+
+def test_an_archive_from_before_sessions_moved_to_memories_still_loads(user, tmp_path):
+    import json
+    import zipfile
+
+    from console.portability import import_archive
+    from memories.models import ChatMessage
+
+    session = session_for_key(user=user, key="chat-1")
+    ChatMessage.objects.create(session=session, role="user", content="I live in Lisbon.")
+    path = tmp_path / "alice.zip"
+    call_command("export_user", "alice", str(path))
+    with zipfile.ZipFile(path) as archive:
+        manifest = archive.read("manifest.json")
+        rows = [json.loads(line) for line in archive.read("data.jsonl").decode().splitlines()]
+    old_labels = {
+        "memories.agentsession": "agents.agentsession",
+        "memories.chatmessage": "agents.chatmessage",
+    }
+    assert {row["model"] for row in rows} >= old_labels.keys()
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(old, "w") as archive:
+        archive.writestr("manifest.json", manifest)
+        archive.writestr(
+            "data.jsonl",
+            "\n".join(
+                json.dumps({**row, "model": old_labels.get(row["model"], row["model"])}) for row in rows
+            ),
+        )
+    user.delete()
+
+    imported = import_archive(old)
+
+    assert imported.counts == {"memories.agentsession": 1, "memories.chatmessage": 1}
+    message = ChatMessage.objects.select_related("session__user").get()
+    assert (message.session.key, message.session.user.username, message.content) == (
+        "chat-1",
+        "alice",
+        "I live in Lisbon.",
+    )

@@ -76,7 +76,7 @@ LINE = "A message about the audit log review, long enough to take a few lines on
 
 
 def long_session(user):
-    from agents.models import ChatMessage, ChatRole
+    from memories.models import ChatMessage, ChatRole
     from memories.services import session_for_key
 
     session = session_for_key(user=user, key="chat-long")

@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
-from agents.models import ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
+from memories.models import ChatMessage, ChatRole
 from memories.services import memory_create, session_for_key
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
