@@ -10,7 +10,7 @@ from ninja.pagination import paginate
 from console import evaluation, portability
 from console.models import EvaluationRun, GoldenQuestion
 from console.schemas import QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
-from core.auth import require_write
+from core.auth import WRITE_AUTH
 from core.pagination import BoundedLimitOffset
 
 router = Router(tags=["evaluation"])
@@ -54,10 +54,9 @@ def list_questions(request: HttpRequest):
     return _questions(request)
 
 
-@router.post("/questions", response={201: QuestionOut}, summary="Add a golden question")
+@router.post("/questions", response={201: QuestionOut}, summary="Add a golden question", auth=WRITE_AUTH)
 def create_question(request: HttpRequest, payload: QuestionIn):
     """Expected ids must be your own memories (target memories) or chunks (target knowledge); 422 otherwise."""
-    require_write(request)
     question = evaluation.question_create(user=_owner(request), **payload.dict())
     return Status(201, _question(request, question.pk))
 
@@ -67,27 +66,28 @@ def get_question(request: HttpRequest, question_id: int):
     return _question(request, question_id)
 
 
-@router.patch("/questions/{int:question_id}", response=QuestionOut, summary="Change a golden question")
+@router.patch(
+    "/questions/{int:question_id}", response=QuestionOut, summary="Change a golden question", auth=WRITE_AUTH
+)
 def update_question(request: HttpRequest, question_id: int, payload: QuestionPatch):
     """Only the fields sent change; an invalid change changes nothing."""
-    require_write(request)
     question = _question(request, question_id)
     evaluation.question_update(question=question, **payload.dict(exclude_unset=True))
     return _question(request, question_id)
 
 
-@router.delete("/questions/{int:question_id}", response={204: None}, summary="Delete a golden question")
+@router.delete(
+    "/questions/{int:question_id}", response={204: None}, summary="Delete a golden question", auth=WRITE_AUTH
+)
 def delete_question(request: HttpRequest, question_id: int):
-    require_write(request)
     evaluation.question_delete(question=_question(request, question_id))
     return Status(204, None)
 
 
-@router.post("/runs", response={201: RunDetailOut}, summary="Run the evaluation now")
+@router.post("/runs", response={201: RunDetailOut}, summary="Run the evaluation now", auth=WRITE_AUTH)
 def create_run(request: HttpRequest, payload: Body[RunIn | None] = None):
     """Runs every golden question in `scope` against the current search and stores the run (it takes as long
     as that many searches). 422 when there is nothing to run, 503 when search is degraded (nothing stored)."""
-    require_write(request)
     run = evaluation.evaluation_run(user=_owner(request), scope=payload.scope if payload else "all")
     return Status(201, _run_out(evaluation.run_view(run, run.previous())))
 
@@ -134,11 +134,12 @@ def export_data(request: HttpRequest):
     )
 
 
-@data_router.post("/import", response={201: ImportOut}, summary="Load an archive as this key's owner")
+@data_router.post(
+    "/import", response={201: ImportOut}, summary="Load an archive as this key's owner", auth=WRITE_AUTH
+)
 def import_data(request: HttpRequest, file: File[UploadedFile]):
     """An archive from export (this or another instance); its rows become this key's owner's. Refused (422) when
     it is not an archive, holds rows of other users or links outside itself, or is already loaded here."""
-    require_write(request)
     if file.size > settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024:
         raise HttpError(
             413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"

@@ -53,31 +53,53 @@ def request_key_header(request: HttpRequest) -> str:
     return request.headers.get("X-API-Key", "")
 
 
-def _ninja_key(request: HttpRequest, raw_key: str) -> ApiKey | None:
+READ_ONLY = "This API key is read-only; create a key with the write scope to change data."
+
+
+def _ninja_key(request: HttpRequest, raw_key: str, *, write: bool) -> ApiKey | None:
     try:
-        return authenticate_request_key(request, raw_key)
+        api_key = authenticate_request_key(request, raw_key)
     except TooManyKeyFailures as exc:
         raise HttpError(429, str(exc)) from None
+    if write and api_key is not None and not api_key.can_write:
+        raise HttpError(403, READ_ONLY)
+    return api_key
 
 
 class ApiKeyHeaderAuth(APIKeyHeader):
+    """`X-API-Key`; with `write=True` only a key with the write scope passes (a read-only one gets 403)."""
+
     param_name = "X-API-Key"
 
+    def __init__(self, *, write: bool = False) -> None:
+        super().__init__()
+        self.write = write
+
     def authenticate(self, request: HttpRequest, key: str | None) -> ApiKey | None:
-        return _ninja_key(request, key or "")
+        return _ninja_key(request, key or "", write=self.write)
 
 
 class BearerKeyAuth(HttpBearer):
+    """`Authorization: Bearer`; `write` as for ApiKeyHeaderAuth. One class per header, whatever the scope, so
+    the API docs show one pair of security schemes and one "Authorize"."""
+
+    def __init__(self, *, write: bool = False) -> None:
+        super().__init__()
+        self.write = write
+
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        return _ninja_key(request, token)
+        return _ninja_key(request, token, write=self.write)
 
 
 API_AUTH = [ApiKeyHeaderAuth(), BearerKeyAuth()]
+# For every operation that changes data: `@router.post(..., auth=WRITE_AUTH)`.
+WRITE_AUTH = [ApiKeyHeaderAuth(write=True), BearerKeyAuth(write=True)]
 
 
 def require_write(request: HttpRequest) -> ApiKey:
-    """The request's key, which must carry the write scope (403 otherwise)."""
+    """The request's key, which must carry the write scope (403 otherwise): for the few endpoints whose body
+    decides whether they write (a tool's action, a dedupe that is not a dry run); the others say WRITE_AUTH."""
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     if not api_key.can_write:
-        raise HttpError(403, "This API key is read-only; create a key with the write scope to change data.")
+        raise HttpError(403, READ_ONLY)
     return api_key

@@ -11,7 +11,7 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from core import hybrid
-from core.auth import require_write
+from core.auth import WRITE_AUTH, require_write
 from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
@@ -148,7 +148,9 @@ def _document(request: HttpRequest, document_id: UUID) -> Document:
     return get_object_or_404(Document, pk=document_id, user=_owner(request))
 
 
-@router.post("/documents", response={201: UploadOut, 200: UploadOut}, summary="Upload a document")
+@router.post(
+    "/documents", response={201: UploadOut, 200: UploadOut}, summary="Upload a document", auth=WRITE_AUTH
+)
 def upload_document(
     request: HttpRequest,
     file: File[UploadedFile],
@@ -162,7 +164,6 @@ def upload_document(
     LLM is configured). Ingestion runs in the background: poll GET /documents/{id}/status, or send wait=true to get
     the answer once the document is searchable. The same file again in the namespace answers 200 with the existing
     document and duplicate=true."""
-    require_write(request)
     accepted = services.document_create(
         user=_owner(request),
         file=file,
@@ -202,10 +203,12 @@ def get_document_status(request: HttpRequest, document_id: UUID):
 
 
 @router.delete(
-    "/documents/{uuid:document_id}", response={204: None}, summary="Delete a document, its chunks and vectors"
+    "/documents/{uuid:document_id}",
+    response={204: None},
+    summary="Delete a document, its chunks and vectors",
+    auth=WRITE_AUTH,
 )
 def delete_document(request: HttpRequest, document_id: UUID):
-    require_write(request)
     services.document_delete(document=_document(request, document_id))
     return Status(204, None)
 
@@ -214,19 +217,21 @@ def delete_document(request: HttpRequest, document_id: UUID):
     "/documents/{uuid:document_id}/retry",
     response=StatusOut,
     summary="Ingest a failed, cancelled or stalled document again",
+    auth=WRITE_AUTH,
 )
 def retry_document(request: HttpRequest, document_id: UUID):
     """Stalled: still queued or in progress, but untouched for 15 minutes (its worker was killed). Such documents
     are also resumed on their own: when the server starts on the embedded default, and by the periodic sweep."""
-    require_write(request)
     return services.document_retry(document=_document(request, document_id))
 
 
 @router.post(
-    "/documents/{uuid:document_id}/cancel", response=StatusOut, summary="Cancel an ingestion in progress"
+    "/documents/{uuid:document_id}/cancel",
+    response=StatusOut,
+    summary="Cancel an ingestion in progress",
+    auth=WRITE_AUTH,
 )
 def cancel_document(request: HttpRequest, document_id: UUID):
-    require_write(request)
     return services.document_cancel(document=_document(request, document_id))
 
 

@@ -12,8 +12,9 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
-from core.auth import API_AUTH, require_write
+from core.auth import API_AUTH, WRITE_AUTH, require_write
 from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
+from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
 from core.schemas import FormFlag, Timestamp, clean_text
 from core.tooling import ToolOut
@@ -89,7 +90,9 @@ def _written(written: services.Written) -> dict[str, Any]:
     }
 
 
-@router.post("/", response={201: WrittenMemoryOut, 200: WrittenMemoryOut}, summary="Add a memory")
+@router.post(
+    "/", response={201: WrittenMemoryOut, 200: WrittenMemoryOut}, summary="Add a memory", auth=WRITE_AUTH
+)
 def create_memory(request: HttpRequest, payload: MemoryIn):
     """Searchable as soon as this returns. `created_at` keeps an imported memory's date.
 
@@ -97,7 +100,7 @@ def create_memory(request: HttpRequest, payload: MemoryIn):
     `supersede` when it replaces older facts, listed in `write.superseded`); 200 with the existing memory when
     it repeats one (`duplicate`: the same text; `merge`: the same fact in other words), which counts the repeat.
     """
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     data = payload.dict()
     session = _session(request, data.pop("session_id"), create=True)
     written = services.memory_write(
@@ -107,11 +110,13 @@ def create_memory(request: HttpRequest, payload: MemoryIn):
     return Status(201 if written.stored else 200, written.memory)
 
 
-@router.post("/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call")
+@router.post(
+    "/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call", auth=WRITE_AUTH
+)
 def bulk_create_memories(request: HttpRequest, payload: BulkIn):
     """All or nothing: an invalid item fails the whole call and names its position. Each item is checked as a
     single add is, also against the items before it."""
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     items = [
         services.NewMemory(
             content=item.content,
@@ -134,7 +139,9 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
 PERCEPTUAL_MODALITIES = services.PERCEPTUAL_MODALITIES
 
 
-@router.post("/perceptual", response={201: MemoryOut}, summary="Add a perceptual memory with its file")
+@router.post(
+    "/perceptual", response={201: MemoryOut}, summary="Add a perceptual memory with its file", auth=WRITE_AUTH
+)
 def create_perceptual_memory(
     request: HttpRequest,
     file: File[UploadedFile],
@@ -144,7 +151,7 @@ def create_perceptual_memory(
 ):
     """Multipart upload: the file is kept with the memory and `content` (a description) is what search matches;
     without a description the file name is used. Only the text is embedded: no image or audio model runs here."""
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
     if file.size == 0:
         raise HttpError(422, "the file is empty")
@@ -210,9 +217,11 @@ def get_memory(request: HttpRequest, memory_id: UUID):
     return _memory(request, memory_id)
 
 
-@router.patch("/{uuid:memory_id}", response=MemoryOut, summary="Change a memory (the edit is recorded)")
+@router.patch(
+    "/{uuid:memory_id}", response=MemoryOut, summary="Change a memory (the edit is recorded)", auth=WRITE_AUTH
+)
 def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     memory = _memory(request, memory_id)
     changes = payload.dict(exclude_unset=True)
     archived = changes.pop("archived", None)
@@ -225,11 +234,14 @@ def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
 
 
 @router.post(
-    "/{uuid:memory_id}/reinstate", response=MemoryOut, summary="Make a superseded fact current again"
+    "/{uuid:memory_id}/reinstate",
+    response=MemoryOut,
+    summary="Make a superseded fact current again",
+    auth=WRITE_AUTH,
 )
 def reinstate_memory(request: HttpRequest, memory_id: UUID):
     """The fact that replaced it stays current too; the restore is recorded in the memory's history."""
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     memory = _memory(request, memory_id)
     if memory.superseded_by_id is None:
         raise HttpError(409, "this memory is current: nothing replaced it")
@@ -237,9 +249,8 @@ def reinstate_memory(request: HttpRequest, memory_id: UUID):
     return _memory(request, memory_id)
 
 
-@router.delete("/{uuid:memory_id}", response={204: None}, summary="Delete a memory")
+@router.delete("/{uuid:memory_id}", response={204: None}, summary="Delete a memory", auth=WRITE_AUTH)
 def delete_memory(request: HttpRequest, memory_id: UUID):
-    require_write(request)
     memory = _memory(request, memory_id)
     services.memories_delete(user=_owner(request), memory_ids=[memory.pk])
     return Status(204, None)
@@ -321,10 +332,13 @@ def list_proposals(request: HttpRequest, status: ProposalStatus = "pending"):
 
 
 @router.post(
-    "/proposals/{proposal_id}/{decision}", response=ProposalOut, summary="Approve, reject or undo a proposal"
+    "/proposals/{proposal_id}/{decision}",
+    response=ProposalOut,
+    summary="Approve, reject or undo a proposal",
+    auth=WRITE_AUTH,
 )
 def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["approve", "reject", "undo"]):
-    api_key = require_write(request)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     proposal = get_object_or_404(Proposal, pk=proposal_id, user=_owner(request))
     if decision == "approve":
         proposal = cleaning.approve(proposal, api_key=api_key, via=EditVia.API)
@@ -335,17 +349,18 @@ def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["a
     return Proposal.objects.select_related("memory", "target").get(pk=proposal.pk)
 
 
-@router.post("/forget", response=ForgetOut, summary="Forget by importance, age or capacity")
+@router.post("/forget", response=ForgetOut, summary="Forget by importance, age or capacity", auth=WRITE_AUTH)
 def forget(request: HttpRequest, payload: ForgetIn):
-    require_write(request)
     return {"forgotten": services.memories_forget(user=_owner(request), **payload.dict())}
 
 
 @router.post(
-    "/consolidate", response=ConsolidateOut, summary="Promote important memories (working → episodic)"
+    "/consolidate",
+    response=ConsolidateOut,
+    summary="Promote important memories (working → episodic)",
+    auth=WRITE_AUTH,
 )
 def consolidate(request: HttpRequest, payload: ConsolidateIn):
-    require_write(request)
     data = payload.dict()
     session = _session(request, data.pop("session_id"), create=False)
     promoted = services.memories_consolidate(user=_owner(request), session=session, **data)

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
@@ -206,3 +208,39 @@ def test_an_api_path_no_route_matches_is_a_json_404(client, write_key):
     response = client.delete("/api/v1/documents/not-a-uuid", HTTP_X_API_KEY=write_key)
     assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
     assert client.get("/no-such-page/").status_code == 404
+
+
+# The operations whose body decides whether they write: they check the scope themselves (core.auth.require_write).
+BODY_DECIDES = {"/api/v1/memories/dedupe", "/api/v1/tools/memory", "/api/v1/tools/rag"}
+# Reads that take their query as a body.
+POSTED_READS = {"/api/v1/memories/search", "/api/v1/knowledge/search", "/api/v1/knowledge/ask"}
+
+
+def _writing_operations():
+    from config.api import api
+
+    schema = api.get_openapi_schema()
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if method != "get" and operation.get("security") and path not in BODY_DECIDES | POSTED_READS:
+                params = {
+                    p["name"]: p["schema"] for p in operation.get("parameters", []) if p["in"] == "path"
+                }
+                # Ids in the path need not exist: the scope is checked before the view runs (403, not 404).
+                url = re.sub(r"{(\w+)}", lambda m, params=params: _any_value(params[m[1]]), path)
+                yield method, url
+
+
+def _any_value(schema: dict) -> str:
+    if schema.get("type") == "integer":
+        return "1"
+    if "enum" in schema:
+        return schema["enum"][0]
+    return "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.mark.parametrize(("method", "url"), sorted(_writing_operations()))
+def test_every_operation_that_writes_refuses_a_read_only_key_before_it_runs(client, read_key, method, url):
+    response = getattr(client, method)(url, data={}, content_type="application/json", HTTP_X_API_KEY=read_key)
+    assert response.status_code == 403, (method, url, response.content[:200])
+    assert "read-only" in response.json()["detail"]

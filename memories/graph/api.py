@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
-from core.auth import require_write
+from core.auth import WRITE_AUTH
 from core.limits import MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
 from core.schemas import clean_text
@@ -78,19 +78,25 @@ def get_neighbors(
     }
 
 
-@router.post("/entities/{uuid:entity_id}/merge", response=EntityOut, summary="Merge this entity into another")
+@router.post(
+    "/entities/{uuid:entity_id}/merge",
+    response=EntityOut,
+    summary="Merge this entity into another",
+    auth=WRITE_AUTH,
+)
 def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
-    require_write(request)
     source = _entity(request, entity_id)
     target = _entity(request, payload.into)
     return graph.entity_merge(user=_owner(request), source=source, target=target, editor=_editor(request))
 
 
 @router.delete(
-    "/entities/{uuid:entity_id}", response={204: None}, summary="Delete an entity and its relations"
+    "/entities/{uuid:entity_id}",
+    response={204: None},
+    summary="Delete an entity and its relations",
+    auth=WRITE_AUTH,
 )
 def delete_entity(request: HttpRequest, entity_id: UUID):
-    require_write(request)
     graph.entity_delete(entity=_entity(request, entity_id), editor=_editor(request))
     return Status(204, None)
 
