@@ -53,7 +53,7 @@ def test_generated_requests_get_documented_answers_and_valid_ones_only_are_accep
             "--phases",
             "examples,coverage,fuzzing",
             "--max-examples",
-            "30",
+            "15",
             "--seed",
             "20261204",
             "--request-timeout",

@@ -288,7 +288,8 @@ def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_asser
         "memory number 60",
     ]
     assert time.monotonic() - seeded < 5, "the pages took too long"
-    assert time.monotonic() - started < 30
+    # Seeding 100,000 rows is the test's own set-up (~30 s on two cores); the pages are bounded above.
+    assert time.monotonic() - started < 90
 
 
 # --- inline edit, archive, delete ------------------------------------------------------------------------------
