@@ -69,7 +69,8 @@ def count_tokens(text: str) -> int:
 
 # --- Lexical terms for the sparse (BM25-like) signal -----------------------------------------------------------
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# A run of CJK characters: a stretch of text with no spaces between its words.
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _ENGLISH_STOPWORDS = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its me my of on or our she so that the "
@@ -122,7 +123,7 @@ def query_words(text: str) -> list[str]:
 def _runs(text: str) -> Iterator[tuple[str, str]]:
     """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty."""
     position = 0
-    for run in _CJK_RUN.finditer(text):
+    for run in CJK_RUN.finditer(text):
         yield text[position : run.start()], run.group()
         position = run.end()
     yield text[position:], ""

@@ -18,7 +18,7 @@ from functools import cache
 
 from pydantic import BaseModel, Field, ValidationError
 
-from core.text import cjk_ratio
+from core.text import CJK_RUN, cjk_ratio
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,6 @@ def entity_key(name: str) -> str:
 # The longest names a lookup of known entities tries: words in Latin script, characters in CJK.
 _NAME_WORDS = 7
 _CJK_NAME_CHARS = 12
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 
 
@@ -171,17 +170,17 @@ def name_keys(text: str) -> set[str]:
     """
     text = text[:ENTITY_TEXT_LIMIT]
     keys: set[str] = set()
-    for run in _CJK_RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         for start in range(len(run)):
             for end in range(start + 2, min(len(run), start + _CJK_NAME_CHARS) + 1):
                 keys.add(run[start:end])
-    for segment in _CJK_RUN.split(text):
+    for segment in CJK_RUN.split(text):
         words = segment.split()
         for start in range(len(words)):
             for end in range(start + 1, min(len(words), start + _NAME_WORDS) + 1):
-                span = " ".join(words[start:end])
-                keys.add(entity_key(span))
-                keys.add(entity_key(_POSSESSIVE.sub("", entity_key(span))))
+                key = entity_key(" ".join(words[start:end]))
+                keys.add(key)
+                keys.add(entity_key(_POSSESSIVE.sub("", key)))
     keys.discard("")
     return keys
 
