@@ -89,15 +89,10 @@ api = MnemoAPI(
 )
 
 
-api.add_router("/memories/", "memories.api.router")
-api.add_router("/sessions/", "memories.api.sessions_router")
-api.add_router("/profile", "memories.api.profile_router")
-api.add_router("/tools/", "memories.api.tools_router")
+# One router per app, each naming its full paths (/memories/..., /documents/..., /evaluation/...).
+api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
-api.add_router("/", "memories.graph.api.router")
-api.add_router("/tools/", "knowledge.api.tools_router")
-api.add_router("/evaluation/", "console.api.router")
-api.add_router("/data/", "console.api.data_router")
+api.add_router("/", "console.api.router")
 
 
 @api.exception_handler(RequestRefused)

@@ -3,16 +3,17 @@
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, File, Query, Router, Schema, Status, UploadedFile
+from ninja import Body, File, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from console import evaluation, portability
 from console.models import EvaluationRun, GoldenQuestion
-from console.schemas import QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
+from console.schemas import ImportOut, QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
 from core.auth import WRITE_AUTH
 from core.pagination import BoundedLimitOffset
 
+# The app's one router, mounted at the API's root: golden questions and runs, and the data archive.
 router = Router(tags=["evaluation"])
 
 
@@ -48,26 +49,31 @@ def _run_out(view: evaluation.RunView) -> dict:
     }
 
 
-@router.get("/questions", response=list[QuestionOut], summary="List golden questions")
+@router.get("/evaluation/questions", response=list[QuestionOut], summary="List golden questions")
 @paginate(BoundedLimitOffset)
 def list_questions(request: HttpRequest):
     return _questions(request)
 
 
-@router.post("/questions", response={201: QuestionOut}, summary="Add a golden question", auth=WRITE_AUTH)
+@router.post(
+    "/evaluation/questions", response={201: QuestionOut}, summary="Add a golden question", auth=WRITE_AUTH
+)
 def create_question(request: HttpRequest, payload: QuestionIn):
     """Expected ids must be your own memories (target memories) or chunks (target knowledge); 422 otherwise."""
     question = evaluation.question_create(user=_owner(request), **payload.dict())
     return Status(201, _question(request, question.pk))
 
 
-@router.get("/questions/{int:question_id}", response=QuestionOut, summary="A golden question")
+@router.get("/evaluation/questions/{int:question_id}", response=QuestionOut, summary="A golden question")
 def get_question(request: HttpRequest, question_id: int):
     return _question(request, question_id)
 
 
 @router.patch(
-    "/questions/{int:question_id}", response=QuestionOut, summary="Change a golden question", auth=WRITE_AUTH
+    "/evaluation/questions/{int:question_id}",
+    response=QuestionOut,
+    summary="Change a golden question",
+    auth=WRITE_AUTH,
 )
 def update_question(request: HttpRequest, question_id: int, payload: QuestionPatch):
     """Only the fields sent change; an invalid change changes nothing."""
@@ -77,14 +83,19 @@ def update_question(request: HttpRequest, question_id: int, payload: QuestionPat
 
 
 @router.delete(
-    "/questions/{int:question_id}", response={204: None}, summary="Delete a golden question", auth=WRITE_AUTH
+    "/evaluation/questions/{int:question_id}",
+    response={204: None},
+    summary="Delete a golden question",
+    auth=WRITE_AUTH,
 )
 def delete_question(request: HttpRequest, question_id: int):
     evaluation.question_delete(question=_question(request, question_id))
     return Status(204, None)
 
 
-@router.post("/runs", response={201: RunDetailOut}, summary="Run the evaluation now", auth=WRITE_AUTH)
+@router.post(
+    "/evaluation/runs", response={201: RunDetailOut}, summary="Run the evaluation now", auth=WRITE_AUTH
+)
 def create_run(request: HttpRequest, payload: Body[RunIn | None] = None):
     """Runs every golden question in `scope` against the current search and stores the run (it takes as long
     as that many searches). 422 when there is nothing to run, 503 when search is degraded (nothing stored)."""
@@ -92,27 +103,22 @@ def create_run(request: HttpRequest, payload: Body[RunIn | None] = None):
     return Status(201, _run_out(evaluation.run_view(run, run.previous())))
 
 
-@router.get("/runs", response=list[RunOut], summary="Evaluation runs, newest first")
+@router.get("/evaluation/runs", response=list[RunOut], summary="Evaluation runs, newest first")
 def list_runs(request: HttpRequest, limit: int = Query(20, ge=1, le=100)):
     return [_run_out(view) for view in evaluation.run_history(user=_owner(request), limit=limit)]
 
 
-@router.get("/runs/{int:run_id}", response=RunDetailOut, summary="A run with its per-question results")
+@router.get(
+    "/evaluation/runs/{int:run_id}", response=RunDetailOut, summary="A run with its per-question results"
+)
 def get_run(request: HttpRequest, run_id: int):
     run = get_object_or_404(EvaluationRun.objects.for_user(_owner(request)), pk=run_id)
     return _run_out(evaluation.run_view(run, run.previous()))
 
 
-data_router = Router(tags=["export"])
-
-
-class ImportOut(Schema):
-    username: str
-    counts: dict[str, int]
-
-
-@data_router.get(
-    "/export",
+@router.get(
+    "/data/export",
+    tags=["export"],
     summary="Download all of this key's owner's data as one archive",
     openapi_extra={
         "responses": {
@@ -134,8 +140,12 @@ def export_data(request: HttpRequest):
     )
 
 
-@data_router.post(
-    "/import", response={201: ImportOut}, summary="Load an archive as this key's owner", auth=WRITE_AUTH
+@router.post(
+    "/data/import",
+    tags=["export"],
+    response={201: ImportOut},
+    summary="Load an archive as this key's owner",
+    auth=WRITE_AUTH,
 )
 def import_data(request: HttpRequest, file: File[UploadedFile]):
     """An archive from export (this or another instance); its rows become this key's owner's. Refused (422) when

@@ -86,3 +86,8 @@ class RunOut(Schema):
 
 class RunDetailOut(RunOut):
     results: list[dict[str, Any]]
+
+
+class ImportOut(Schema):
+    username: str
+    counts: dict[str, int]

@@ -1,30 +1,39 @@
 """Documents, chunks, knowledge search/ask and the RAG tool over the JSON API, scoped to the key's owner."""
 
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja import Body, File, Form, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from core import hybrid
 from core.auth import WRITE_AUTH, require_write
-from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
-from core.schemas import BodySchema, Flag, FormFlag, Number, Whole, clean_text
+from core.schemas import FormFlag
 from core.tooling import ToolOut
 from knowledge import services
 from knowledge.models import Chunk, Document
-from knowledge.schemas import Namespace
+from knowledge.schemas import (
+    AskIn,
+    AskOut,
+    ChunkOut,
+    DocumentDetailOut,
+    DocumentFilter,
+    DocumentOut,
+    KnowledgeSearchIn,
+    KnowledgeSearchOut,
+    Namespace,
+    StatusOut,
+    UploadOut,
+)
 from knowledge.search import ask, search_chunks
 from knowledge.tools import RAGTool
 
+# The app's one router, mounted at the API's root; the RAG tool is tagged with the other tools.
 router = Router(tags=["knowledge"])
-tools_router = Router(tags=["tools"])
 
 LLM_COST = (
     " `mqe` (multi-query expansion) adds one LLM call and a search per extra query; `hyde` adds one LLM call. "
@@ -32,112 +41,6 @@ LLM_COST = (
     "The model calls of one request share LLM_TURN_SECONDS (120 by default), and stop before the next call or "
     "chunk once the client has disconnected (logged as 499)."
 )
-
-
-class DocumentOut(Schema):
-    id: UUID
-    title: str
-    namespace: str
-    original_name: str
-    mime: str
-    size: int
-    sha256: str
-    status: str
-    progress: int
-    error: str
-    chunk_size: int
-    chunk_overlap: int
-    chunk_count: int
-    created_at: datetime
-    ready_at: datetime | None
-
-    @staticmethod
-    def resolve_chunk_count(document: Document) -> int:
-        return getattr(document, "chunk_count", None) or document.chunks.count()
-
-
-class DocumentDetailOut(DocumentOut):
-    markdown: str
-
-
-class UploadOut(DocumentOut):
-    duplicate: bool
-
-
-class StatusOut(Schema):
-    id: UUID
-    status: str
-    progress: int
-    error: str
-
-
-class ChunkOut(Schema):
-    id: UUID
-    document_id: UUID
-    ordinal: int
-    heading_path: str
-    text: str
-    token_count: int
-    mirror_state: str
-
-
-class KnowledgeSearchIn(BodySchema):
-    query: clean_text(MAX_QUERY_CHARS, min_chars=1)
-    namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
-    limit: Whole = Field(5, ge=1, le=50)
-    min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
-    mqe: Flag = False
-    hyde: Flag = False
-
-
-class ChunkHitOut(Schema):
-    chunk_id: UUID
-    document_id: UUID
-    document_title: str
-    heading_path: str
-    ordinal: int
-    text: str
-    score: float = Field(description=hybrid.SCORE_PARTS["fused"])
-    scores: dict[str, float] = Field(
-        description=" ".join(f"`{name}`: {text}" for name, text in hybrid.SCORE_PARTS.items())
-        + " `dense_<model>`: that model's raw cosine similarity. Passages under every model's noise floor and "
-        "without half the query's words are left out."
-    )
-
-
-class KnowledgeSearchOut(Schema):
-    results: list[ChunkHitOut]
-    notice: str
-    queries: list[str]
-
-
-class AskIn(KnowledgeSearchIn):
-    max_chars: Whole = Field(1200, ge=100, le=20_000, description="Characters of each cited passage.")
-
-
-class CitationOut(Schema):
-    n: int
-    chunk_id: UUID
-    document_id: UUID
-    document_title: str
-    heading_path: str
-    ordinal: int
-    score: float
-    text: str
-
-
-class AskOut(Schema):
-    answer: str
-    citations: list[CitationOut]
-    llm_used: bool
-    notice: str
-
-
-class DocumentFilter(Schema):
-    namespace: Namespace | None = None
-    status: (
-        Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled"] | None
-    ) = None
 
 
 def _owner(request: HttpRequest):
@@ -269,7 +172,7 @@ knowledge_ask.__doc__ = (
 )
 
 
-@tools_router.post("/rag", response=ToolOut, summary="Hello-Agents' RAGTool.run({...})")
+@router.post("/tools/rag", tags=["tools"], response=ToolOut, summary="Hello-Agents' RAGTool.run({...})")
 def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     """The same dict RAGTool.run takes: {"action": "add_text"|"search"|"ask"|"stats"|"clear", "namespace": ...}.
     add_document needs a server path, so over the API upload to POST /api/v1/documents instead."""

@@ -1,9 +1,15 @@
-"""Input types of the knowledge API shared with other apps' schemas."""
+"""The knowledge API's types: documents, chunks, search and ask, and the namespace rule other apps share."""
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
 
-from ninja import Field
+from ninja import Field, Schema
 
+from core import hybrid
+from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
+from core.schemas import BodySchema, Flag, Number, Whole, clean_text
+from knowledge.models import Document
 from knowledge.services import NAMESPACE
 
 # The rule knowledge.services.check_namespace applies, as a schema pattern (which also refuses what it strips).
@@ -13,3 +19,109 @@ Namespace = Annotated[
         pattern=NAMESPACE.pattern, description="Letters, digits, '_', '-' and '.', at most 100 characters."
     ),
 ]
+
+
+class DocumentOut(Schema):
+    id: UUID
+    title: str
+    namespace: str
+    original_name: str
+    mime: str
+    size: int
+    sha256: str
+    status: str
+    progress: int
+    error: str
+    chunk_size: int
+    chunk_overlap: int
+    chunk_count: int
+    created_at: datetime
+    ready_at: datetime | None
+
+    @staticmethod
+    def resolve_chunk_count(document: Document) -> int:
+        return getattr(document, "chunk_count", None) or document.chunks.count()
+
+
+class DocumentDetailOut(DocumentOut):
+    markdown: str
+
+
+class UploadOut(DocumentOut):
+    duplicate: bool
+
+
+class StatusOut(Schema):
+    id: UUID
+    status: str
+    progress: int
+    error: str
+
+
+class ChunkOut(Schema):
+    id: UUID
+    document_id: UUID
+    ordinal: int
+    heading_path: str
+    text: str
+    token_count: int
+    mirror_state: str
+
+
+class KnowledgeSearchIn(BodySchema):
+    query: clean_text(MAX_QUERY_CHARS, min_chars=1)
+    namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
+    limit: Whole = Field(5, ge=1, le=50)
+    min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
+    mqe: Flag = False
+    hyde: Flag = False
+
+
+class ChunkHitOut(Schema):
+    chunk_id: UUID
+    document_id: UUID
+    document_title: str
+    heading_path: str
+    ordinal: int
+    text: str
+    score: float = Field(description=hybrid.SCORE_PARTS["fused"])
+    scores: dict[str, float] = Field(
+        description=" ".join(f"`{name}`: {text}" for name, text in hybrid.SCORE_PARTS.items())
+        + " `dense_<model>`: that model's raw cosine similarity. Passages under every model's noise floor and "
+        "without half the query's words are left out."
+    )
+
+
+class KnowledgeSearchOut(Schema):
+    results: list[ChunkHitOut]
+    notice: str
+    queries: list[str]
+
+
+class AskIn(KnowledgeSearchIn):
+    max_chars: Whole = Field(1200, ge=100, le=20_000, description="Characters of each cited passage.")
+
+
+class CitationOut(Schema):
+    n: int
+    chunk_id: UUID
+    document_id: UUID
+    document_title: str
+    heading_path: str
+    ordinal: int
+    score: float
+    text: str
+
+
+class AskOut(Schema):
+    answer: str
+    citations: list[CitationOut]
+    llm_used: bool
+    notice: str
+
+
+class DocumentFilter(Schema):
+    namespace: Namespace | None = None
+    status: (
+        Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled"] | None
+    ) = None

@@ -7,18 +7,17 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja import Body, File, Form, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
 from core.auth import API_AUTH, WRITE_AUTH, require_write
-from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
 from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
-from core.schemas import FormFlag, Timestamp, clean_text
 from core.tooling import ToolOut
 from memories import cleaning, services
+from memories.graph.api import router as graph_router
 from memories.models import AgentSession, EditVia, Memory, Proposal
 from memories.profile import GROUPS, user_profile
 from memories.retrieval import search_memories
@@ -29,14 +28,17 @@ from memories.schemas import (
     ConsolidateOut,
     DedupeIn,
     DedupeOut,
+    Description,
     ForgetIn,
     ForgetOut,
+    MemoryFilter,
     MemoryIn,
     MemoryOut,
     MemoryPatch,
-    MemoryTypeName,
+    Name,
     ProfileOut,
     ProposalOut,
+    ProposalStatus,
     ScoredMemoryOut,
     SearchIn,
     SearchOut,
@@ -46,14 +48,10 @@ from memories.schemas import (
 )
 from memories.tools import MemoryTool
 
-Name = clean_text(MAX_NAME_CHARS)
-Description = clean_text(MAX_CONTENT_CHARS)
-ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
-
+# The app's one router, mounted at the API's root: operations tagged otherwise (sessions, the memory tool, the
+# profile) say so themselves, and the graph package's operations join under their own tag.
 router = Router(tags=["memories"])
-sessions_router = Router(tags=["sessions"])
-tools_router = Router(tags=["tools"])
-profile_router = Router(tags=["profile"])
+router.add_router("/", graph_router, tags=["graph"])
 
 
 def _owner(request: HttpRequest):
@@ -68,20 +66,6 @@ def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSes
     return get_object_or_404(AgentSession, user=_owner(request), key=key)
 
 
-class MemoryFilter(Schema):
-    memory_type: MemoryTypeName | None = None
-    session_id: Name | None = None
-    min_importance: float | None = Field(None, ge=0.0, le=1.0)
-    max_importance: float | None = Field(None, ge=0.0, le=1.0)
-    since: Timestamp | None = None
-    until: Timestamp | None = None
-    archived: FormFlag = False
-    superseded: FormFlag | None = Field(
-        None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
-    )
-    q: clean_text(MAX_QUERY_CHARS) | None = None
-
-
 def _written(written: services.Written) -> dict[str, Any]:
     return {
         "action": written.action,
@@ -91,7 +75,10 @@ def _written(written: services.Written) -> dict[str, Any]:
 
 
 @router.post(
-    "/", response={201: WrittenMemoryOut, 200: WrittenMemoryOut}, summary="Add a memory", auth=WRITE_AUTH
+    "/memories/",
+    response={201: WrittenMemoryOut, 200: WrittenMemoryOut},
+    summary="Add a memory",
+    auth=WRITE_AUTH,
 )
 def create_memory(request: HttpRequest, payload: MemoryIn):
     """Searchable as soon as this returns. `created_at` keeps an imported memory's date.
@@ -111,7 +98,7 @@ def create_memory(request: HttpRequest, payload: MemoryIn):
 
 
 @router.post(
-    "/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call", auth=WRITE_AUTH
+    "/memories/bulk", response={201: BulkOut}, summary="Add up to 1,000 memories in one call", auth=WRITE_AUTH
 )
 def bulk_create_memories(request: HttpRequest, payload: BulkIn):
     """All or nothing: an invalid item fails the whole call and names its position. Each item is checked as a
@@ -140,7 +127,10 @@ PERCEPTUAL_MODALITIES = services.PERCEPTUAL_MODALITIES
 
 
 @router.post(
-    "/perceptual", response={201: MemoryOut}, summary="Add a perceptual memory with its file", auth=WRITE_AUTH
+    "/memories/perceptual",
+    response={201: MemoryOut},
+    summary="Add a perceptual memory with its file",
+    auth=WRITE_AUTH,
 )
 def create_perceptual_memory(
     request: HttpRequest,
@@ -177,7 +167,9 @@ def create_perceptual_memory(
 
 
 @router.get(
-    "/{uuid:memory_id}/file", auth=[*API_AUTH, django_auth], summary="Download a perceptual memory's file"
+    "/memories/{uuid:memory_id}/file",
+    auth=[*API_AUTH, django_auth],
+    summary="Download a perceptual memory's file",
 )
 def get_memory_file(request: HttpRequest, memory_id: UUID):
     """With an API key, or from the owner's logged-in browser session (a link on a page works)."""
@@ -192,7 +184,7 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
     )
 
 
-@router.get("/", response=list[MemoryOut], summary="List memories")
+@router.get("/memories/", response=list[MemoryOut], summary="List memories")
 @paginate(BoundedLimitOffset)
 def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
     memories = Memory.objects.for_user(_owner(request)).listed(archived=bool(filters.archived))
@@ -212,13 +204,16 @@ def _memory(request: HttpRequest, memory_id: UUID) -> Memory:
     return get_object_or_404(Memory.objects.select_related("session"), pk=memory_id, user=_owner(request))
 
 
-@router.get("/{uuid:memory_id}", response=MemoryOut, summary="Get a memory")
+@router.get("/memories/{uuid:memory_id}", response=MemoryOut, summary="Get a memory")
 def get_memory(request: HttpRequest, memory_id: UUID):
     return _memory(request, memory_id)
 
 
 @router.patch(
-    "/{uuid:memory_id}", response=MemoryOut, summary="Change a memory (the edit is recorded)", auth=WRITE_AUTH
+    "/memories/{uuid:memory_id}",
+    response=MemoryOut,
+    summary="Change a memory (the edit is recorded)",
+    auth=WRITE_AUTH,
 )
 def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
@@ -234,7 +229,7 @@ def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
 
 
 @router.post(
-    "/{uuid:memory_id}/reinstate",
+    "/memories/{uuid:memory_id}/reinstate",
     response=MemoryOut,
     summary="Make a superseded fact current again",
     auth=WRITE_AUTH,
@@ -249,14 +244,14 @@ def reinstate_memory(request: HttpRequest, memory_id: UUID):
     return _memory(request, memory_id)
 
 
-@router.delete("/{uuid:memory_id}", response={204: None}, summary="Delete a memory", auth=WRITE_AUTH)
+@router.delete("/memories/{uuid:memory_id}", response={204: None}, summary="Delete a memory", auth=WRITE_AUTH)
 def delete_memory(request: HttpRequest, memory_id: UUID):
     memory = _memory(request, memory_id)
     services.memories_delete(user=_owner(request), memory_ids=[memory.pk])
     return Status(204, None)
 
 
-@router.post("/search", response=SearchOut, summary="Hybrid search over all requested memory types")
+@router.post("/memories/search", response=SearchOut, summary="Hybrid search over all requested memory types")
 def search(request: HttpRequest, payload: SearchIn):
     """Dense + lexical fused, then recency, importance (0.8 + 0.4 × importance) and working-memory decay.
     Each result carries its score parts."""
@@ -297,7 +292,7 @@ def search(request: HttpRequest, payload: SearchIn):
     return {"results": results, "notice": result.notice}
 
 
-@router.post("/dedupe", response=DedupeOut, summary="Find duplicate and outdated memories to review")
+@router.post("/memories/dedupe", response=DedupeOut, summary="Find duplicate and outdated memories to review")
 def dedupe(request: HttpRequest, payload: DedupeIn):
     """Proposes merges (repeats) and supersedes (newer values of a fact) over your current memories, as the
     write path would have decided. A dry run lists them; otherwise they wait in the review queue (GET
@@ -325,14 +320,14 @@ def dedupe(request: HttpRequest, payload: DedupeIn):
     return {"proposals": list(pending), "queued": len(queued)}
 
 
-@router.get("/proposals", response=list[ProposalOut], summary="The review queue")
+@router.get("/memories/proposals", response=list[ProposalOut], summary="The review queue")
 @paginate(BoundedLimitOffset)
 def list_proposals(request: HttpRequest, status: ProposalStatus = "pending"):
     return Proposal.objects.filter(user=_owner(request), status=status).select_related("memory", "target")
 
 
 @router.post(
-    "/proposals/{proposal_id}/{decision}",
+    "/memories/proposals/{proposal_id}/{decision}",
     response=ProposalOut,
     summary="Approve, reject or undo a proposal",
     auth=WRITE_AUTH,
@@ -349,13 +344,15 @@ def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["a
     return Proposal.objects.select_related("memory", "target").get(pk=proposal.pk)
 
 
-@router.post("/forget", response=ForgetOut, summary="Forget by importance, age or capacity", auth=WRITE_AUTH)
+@router.post(
+    "/memories/forget", response=ForgetOut, summary="Forget by importance, age or capacity", auth=WRITE_AUTH
+)
 def forget(request: HttpRequest, payload: ForgetIn):
     return {"forgotten": services.memories_forget(user=_owner(request), **payload.dict())}
 
 
 @router.post(
-    "/consolidate",
+    "/memories/consolidate",
     response=ConsolidateOut,
     summary="Promote important memories (working → episodic)",
     auth=WRITE_AUTH,
@@ -367,7 +364,7 @@ def consolidate(request: HttpRequest, payload: ConsolidateIn):
     return {"consolidated": [memory.pk for memory in promoted]}
 
 
-@router.get("/summary", response=ToolOut, summary="Counts per type and the most important memories")
+@router.get("/memories/summary", response=ToolOut, summary="Counts per type and the most important memories")
 def summary(request: HttpRequest, limit: int = Query(10, ge=1, le=100)):
     reply = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth).execute(
         {"action": "summary", "limit": limit}
@@ -375,7 +372,7 @@ def summary(request: HttpRequest, limit: int = Query(10, ge=1, le=100)):
     return reply.__dict__
 
 
-@sessions_router.get("/", response=list[SessionOut], summary="List sessions")
+@router.get("/sessions/", tags=["sessions"], response=list[SessionOut], summary="List sessions")
 @paginate(BoundedLimitOffset)
 def list_sessions(request: HttpRequest):
     return AgentSession.objects.for_user(_owner(request)).annotate(
@@ -383,14 +380,19 @@ def list_sessions(request: HttpRequest):
     )
 
 
-@sessions_router.get("/{uuid:session_id}", response=SessionDetailOut, summary="A session with its memories")
+@router.get(
+    "/sessions/{uuid:session_id}",
+    tags=["sessions"],
+    response=SessionDetailOut,
+    summary="A session with its memories",
+)
 def get_session(request: HttpRequest, session_id: UUID):
     session = get_object_or_404(AgentSession, pk=session_id, user=_owner(request))
     memories = list(session.memories.select_related("session").order_by("created_at")[:1000])
     return {**SessionOut.from_orm(session).dict(), "memory_count": len(memories), "memories": memories}
 
 
-@tools_router.post("/memory", response=ToolOut, summary="Hello-Agents' MemoryTool.run({...})")
+@router.post("/tools/memory", tags=["tools"], response=ToolOut, summary="Hello-Agents' MemoryTool.run({...})")
 def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     """The same dict MemoryTool.run takes: {"action": "add"|"search"|"summary"|"stats"|"update"|"remove"|
     "forget"|"consolidate"|"clear_all", ...}. Answers {"ok", "text", "data"}."""
@@ -401,7 +403,9 @@ def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     return tool.execute(parameters).__dict__
 
 
-@profile_router.get("", response=ProfileOut, summary="What Mnemo knows about the key's owner")
+@router.get(
+    "/profile", tags=["profile"], response=ProfileOut, summary="What Mnemo knows about the key's owner"
+)
 def get_profile(request: HttpRequest):
     """Current facts grouped by kind (identity, work, people, preferences, other facts, recent events), most
     important first: the same profile the chat answers "What do you know about me?" with."""

@@ -11,7 +11,7 @@ from core.limits import (
     MAX_QUERY_CHARS,
     MAX_SHORT_TEXT_CHARS,
 )
-from core.schemas import BodySchema, Flag, Metadata, Number, Timestamp, Whole, clean_text
+from core.schemas import BodySchema, Flag, FormFlag, Metadata, Number, Timestamp, Whole, clean_text
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
 from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
@@ -21,6 +21,9 @@ MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
 Content = clean_text(MAX_CONTENT_CHARS, min_chars=1)
 ShortText = clean_text(MAX_SHORT_TEXT_CHARS)
 Name = clean_text(MAX_NAME_CHARS)
+# A perceptual memory's description, sent as a form field beside its file.
+Description = clean_text(MAX_CONTENT_CHARS)
+ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
 SessionKey = clean_text(MAX_NAME_CHARS, min_chars=1)
 Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
@@ -293,3 +296,17 @@ class DedupeIn(BodySchema):
 class DedupeOut(Schema):
     proposals: list[ProposalOut]
     queued: int
+
+
+class MemoryFilter(Schema):
+    memory_type: MemoryTypeName | None = None
+    session_id: Name | None = None
+    min_importance: float | None = Field(None, ge=0.0, le=1.0)
+    max_importance: float | None = Field(None, ge=0.0, le=1.0)
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+    archived: FormFlag = False
+    superseded: FormFlag | None = Field(
+        None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
+    )
+    q: clean_text(MAX_QUERY_CHARS) | None = None

@@ -75,3 +75,26 @@ def test_the_graph_is_one_module_family():
         if path.suffix in {"", ".py"} and "migrations" not in path.parts and "templates" not in path.parts
     }
     assert homes == {"core/graphstore", "memories/graph"}
+
+
+def test_each_app_mounts_one_router_and_keeps_its_types_in_schemas():
+    """The API's operations come from one router per app (the graph package's nested in its app's), and an app's
+    request and response types live in its schemas module, not beside the operations."""
+    import console.api
+    import knowledge.api
+    import memories.api
+    from config.api import api
+
+    mounted = [router for _prefix, router in api._routers if router is not api.default_router]
+    assert mounted == [memories.api.router, knowledge.api.router, console.api.router]
+    for package in ("memories", "knowledge", "console"):
+        for path in sorted((ROOT / package).rglob("api.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            routers = [
+                node
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Router"
+            ]
+            schemas = [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+            assert len(routers) == 1, f"{path.relative_to(ROOT)} builds {len(routers)} routers"
+            assert schemas == [], f"{path.relative_to(ROOT)} defines {schemas}"

@@ -13,7 +13,7 @@ from core.auth import WRITE_AUTH
 from core.limits import MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
 from core.schemas import clean_text
-from memories import graph
+from memories.graph import service
 from memories.models import EditVia, Entity, EntityType, Relation
 from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
 
@@ -26,8 +26,8 @@ def _owner(request: HttpRequest):
     return request.auth.user
 
 
-def _editor(request: HttpRequest) -> graph.Editor:
-    return graph.Editor(user=request.auth.user, api_key=request.auth, via=EditVia.API)
+def _editor(request: HttpRequest) -> service.Editor:
+    return service.Editor(user=request.auth.user, api_key=request.auth, via=EditVia.API)
 
 
 def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
@@ -37,7 +37,7 @@ def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
 @router.get("/entities", response=list[EntityOut], summary="List or search entities")
 @paginate(BoundedLimitOffset)
 def list_entities(request: HttpRequest, q: SearchText = "", entity_type: EntityTypeName | None = None):
-    return graph.top_entities(user=_owner(request), limit=100_000, entity_type=entity_type or "", query=q)
+    return service.top_entities(user=_owner(request), limit=100_000, entity_type=entity_type or "", query=q)
 
 
 @router.get(
@@ -68,7 +68,7 @@ def get_neighbors(
     depth: int = Query(1, ge=1, le=3),
     limit: int = Query(300, ge=1, le=1000),
 ):
-    found = graph.neighbourhood(
+    found = service.neighbourhood(
         user=_owner(request), entity=_entity(request, entity_id), depth=depth, limit=limit
     )
     return {
@@ -87,7 +87,7 @@ def get_neighbors(
 def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
     source = _entity(request, entity_id)
     target = _entity(request, payload.into)
-    return graph.entity_merge(user=_owner(request), source=source, target=target, editor=_editor(request))
+    return service.entity_merge(user=_owner(request), source=source, target=target, editor=_editor(request))
 
 
 @router.delete(
@@ -97,7 +97,7 @@ def merge_entity(request: HttpRequest, entity_id: UUID, payload: MergeIn):
     auth=WRITE_AUTH,
 )
 def delete_entity(request: HttpRequest, entity_id: UUID):
-    graph.entity_delete(entity=_entity(request, entity_id), editor=_editor(request))
+    service.entity_delete(entity=_entity(request, entity_id), editor=_editor(request))
     return Status(204, None)
 
 

@@ -17,8 +17,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from memories import graph
 from memories.entities import entity_key
+from memories.graph import service
 from memories.models import EditVia, Entity, EntityType, Memory, Relation
 
 MAX_NODES = 300  # drawing more makes the canvas sluggish and the picture unreadable
@@ -124,9 +124,9 @@ def graph_data(request: HttpRequest) -> JsonResponse:
         "query": request.GET.get("q", "").strip(),
     }
     depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
-    entities = list(graph.top_entities(limit=limit, **filters))
+    entities = list(service.top_entities(limit=limit, **filters))
     # Count every match (limit=None: the unsliced query) only when the page is full; otherwise it is all of them.
-    total = len(entities) if len(entities) < limit else graph.top_entities(limit=None, **filters).count()
+    total = len(entities) if len(entities) < limit else service.top_entities(limit=None, **filters).count()
     searched = (
         {"match": True} if filters["query"] else {}
     )  # a search marks its matches among their neighbours
@@ -135,12 +135,14 @@ def graph_data(request: HttpRequest) -> JsonResponse:
     if filters["query"] and entities:
         # A name search draws its best matches with their neighbourhood at once, not lone nodes to click.
         seeds = entities[:SEARCH_SEEDS]
-        neighbours = graph.neighbours_of(
+        neighbours = service.neighbours_of(
             user=request.user, entities=seeds, depth=depth, limit=MAX_NODES - len(entities)
         )
         neighbours = [(e, hops) for e, hops in neighbours if e not in entities]
         nodes += [_node(e, hops=hops, match=False) for e, hops in neighbours]
-    relations = graph.relations_among(request.user, [*entities, *(e for e, _ in neighbours)], limit=MAX_EDGES)
+    relations = service.relations_among(
+        request.user, [*entities, *(e for e, _ in neighbours)], limit=MAX_EDGES
+    )
     return JsonResponse(
         {
             "nodes": nodes,
@@ -161,7 +163,7 @@ def entity_neighbors(request: HttpRequest, pk: uuid.UUID) -> JsonResponse:
     """Entities within ?depth= hops (1-3) of one entity, nearest first, and the relations among all of them."""
     depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
-    found = graph.neighbourhood(user=request.user, entity=entity, depth=depth, limit=MAX_NODES)
+    found = service.neighbourhood(user=request.user, entity=entity, depth=depth, limit=MAX_NODES)
     return JsonResponse(
         {
             "center": _node(entity, hops=0),
@@ -193,7 +195,7 @@ def _entity_panel(request: HttpRequest, entity: Entity, **extra) -> dict:
         "relation_total": Relation.objects.filter(user=request.user)
         .filter(Q(source=entity) | Q(target=entity))
         .count(),
-        "history": graph.entity_history(entity=entity),
+        "history": service.entity_history(entity=entity),
         "types": EntityType.choices,
         **extra,
     }
@@ -231,8 +233,8 @@ def _relation_panel(request: HttpRequest, relation: Relation, **extra) -> dict:
 # --- curation from the side panel: each form posts here, gets the fresh panel back, and tells the canvas -------
 
 
-def _editor(request: HttpRequest) -> graph.Editor:
-    return graph.Editor(user=request.user, via=EditVia.PAGE)
+def _editor(request: HttpRequest) -> service.Editor:
+    return service.Editor(user=request.user, via=EditVia.PAGE)
 
 
 def _changed(request: HttpRequest, response: HttpResponse, change: dict, done: str) -> HttpResponse:
@@ -258,13 +260,13 @@ def entity_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Rename and retype an entity."""
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     try:
-        graph.entity_update(
+        service.entity_update(
             entity=entity,
             name=request.POST.get("name", entity.name),
             entity_type=request.POST.get("entity_type", entity.entity_type),
             editor=_editor(request),
         )
-    except graph.GraphRequestError as exc:
+    except service.GraphRequestError as exc:
         entity.refresh_from_db()
         return _refused(request, entity, str(exc))
     response = render(request, f"{TEMPLATE}#entity-panel", _entity_panel(request, entity, saved=True))
@@ -293,10 +295,10 @@ def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         )
     source_id, source_name = str(entity.pk), entity.name
     try:
-        graph.entity_merge(user=request.user, source=entity, target=target, editor=_editor(request))
-    except graph.GraphRequestError as exc:
+        service.entity_merge(user=request.user, source=entity, target=target, editor=_editor(request))
+    except service.GraphRequestError as exc:
         return _refused(request, entity, str(exc))
-    found = graph.neighbourhood(user=request.user, entity=target, depth=1, limit=MAX_NODES)
+    found = service.neighbourhood(user=request.user, entity=target, depth=1, limit=MAX_NODES)
     change = {
         "action": "merge",
         "removed": source_id,
@@ -314,7 +316,7 @@ def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 def entity_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     entity_id, name = str(entity.pk), entity.name
-    graph.entity_delete(entity=entity, editor=_editor(request))
+    service.entity_delete(entity=entity, editor=_editor(request))
     response = render(request, f"{TEMPLATE}#deleted-panel", {"name": name, "kind": "entity"})
     return _changed(request, response, {"action": "delete", "removed": entity_id}, f"Deleted {name}.")
 
@@ -330,13 +332,13 @@ def relation_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         error = "strength must be a number between 0 and 1"
     if not error:
         try:
-            graph.relation_update(
+            service.relation_update(
                 relation=relation,
                 relation_type=request.POST.get("relation_type", relation.relation_type),
                 strength=strength,
                 editor=_editor(request),
             )
-        except graph.GraphRequestError as exc:
+        except service.GraphRequestError as exc:
             error = str(exc)
     if error:
         relation.refresh_from_db()
@@ -355,6 +357,6 @@ def relation_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 def relation_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     relation = _relation(request, pk)
     relation_id, label = str(relation.pk), f"{relation.source.name} → {relation.target.name}"
-    graph.relation_delete(relation=relation, editor=_editor(request))
+    service.relation_delete(relation=relation, editor=_editor(request))
     response = render(request, f"{TEMPLATE}#deleted-panel", {"name": label, "kind": "relation"})
     return _changed(request, response, {"action": "delete-edge", "removed": relation_id}, f"Deleted {label}.")
