@@ -20,6 +20,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from agents.toolspecs import FUNCTIONS
+from core.disconnect import ClientGone
+from core.llm import Budget
 from core.models import ApiKey
 from knowledge.tools import RAGTool
 from memories.models import Memory
@@ -84,9 +86,12 @@ def tools_for(api_key: ApiKey) -> list[types.Tool]:
     return tools
 
 
-def call_tool(api_key: ApiKey, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+def call_tool(
+    api_key: ApiKey, name: str, arguments: dict[str, Any], budget: Budget | None = None
+) -> types.CallToolResult:
     """Run one tool for the key's owner. A tool's own refusal (a bad parameter, an unknown id) is a result with
-    isError set, for the model to read and correct; a tool the key may not call is a protocol error."""
+    isError set, for the model to read and correct; a tool the key may not call is a protocol error.
+    `budget` bounds rag_ask's model calls, and stops them when the request's client has left."""
     if name not in FUNCTIONS:
         raise MCPError(
             types.INVALID_PARAMS, f"No tool named {name!r}: tools/list names the tools of this key."
@@ -102,8 +107,14 @@ def call_tool(api_key: ApiKey, name: str, arguments: dict[str, Any]) -> types.Ca
         if tool_name == "memory":
             tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION)
         else:
-            tool = RAGTool(user_id=owner, allow_file_paths=False)
+            tool = RAGTool(user_id=owner, allow_file_paths=False, budget=budget)
         reply = tool.execute({**arguments, "action": action})
+    except ClientGone:
+        # Nobody reads this result: the client left, so the model calls still to come are never made.
+        logger.info("MCP tool %s stopped: the client went away", name)
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"error: {name} stopped: the client went away")], is_error=True
+        )
     except Exception:
         # Reported to the model as a failed call, as the chat agent does; the details stay in the log.
         logger.exception("MCP tool %s failed", name)
@@ -140,8 +151,9 @@ def read_resource(api_key: ApiKey, uri: str) -> str:
     raise MCPError(types.INVALID_PARAMS, f"No resource {uri!r}: resources/list names them.")
 
 
-def mcp_server(api_key: ApiKey) -> Server:
-    """The MCP server one request talks to, bound to the key that request authenticated with.
+def mcp_server(api_key: ApiKey, budget: Budget | None = None) -> Server:
+    """The MCP server one request talks to, bound to the key that request authenticated with and to that
+    request's LLM budget (core.llm.Budget.for_request).
 
     The handlers run in the SDK's event loop; the ORM work goes back to the request's own thread (and so its
     database connection) through sync_to_async.
@@ -151,7 +163,7 @@ def mcp_server(api_key: ApiKey) -> Server:
         return types.ListToolsResult(tools=tools_for(api_key))
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await sync_to_async(call_tool)(api_key, params.name, params.arguments or {})
+        return await sync_to_async(call_tool)(api_key, params.name, params.arguments or {}, budget)
 
     async def list_resources(ctx, params) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=RESOURCES)

@@ -21,6 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from agents.mcp_server import mcp_server
 from core.auth import TooManyKeyFailures, authenticate_request_key, request_key_header
+from core.llm import Budget
 
 # The key is checked here; the SDK never needs to see it.
 _KEY_HEADERS = {b"authorization", b"x-api-key"}
@@ -45,7 +46,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = 'Bearer realm="mnemo"'
         return response
-    status, headers, body = async_to_sync(_serve)(mcp_server(api_key), _asgi_scope(request), request.body)
+    server = mcp_server(api_key, Budget.for_request(request))
+    status, headers, body = async_to_sync(_serve)(server, _asgi_scope(request), request.body)
     response = HttpResponse(body, status=status)
     for name, value in headers:
         if name.lower() != "content-length":  # Django sets its own

@@ -103,6 +103,53 @@ def test_the_same_turn_runs_all_its_rounds_for_a_client_that_waits(served):
     assert state["error"] == "" and state["tool_calls"] == 5 and state["facts"] >= 1
 
 
+def calls_about(fake: FakeLLM, text: str) -> int:
+    return sum(any(text in str(m.get("content")) for m in body["messages"]) for body in fake.requests)
+
+
+def leave_after_one_second(instance: ServedInstance, path: str, headers: str, payload: dict) -> None:
+    body = json.dumps(payload).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", instance.port)) as client:
+        client.sendall(head + body)
+        time.sleep(1)  # the client leaves while the first model call is still thinking
+
+
+def test_an_mcp_rag_ask_stops_when_its_client_disconnects(served):
+    """Advanced search asks the model twice before searching (query expansion, then a hypothetical answer):
+    the second call never starts once the MCP client has gone."""
+    instance, key, fake = served
+    fake.mode, fake.delay = "normal", 2.0
+    question = "Which vendor supplies the office chairs?"
+    call = {"name": "rag_ask", "arguments": {"question": question, "enable_advanced_search": True}}
+    leave_after_one_second(
+        instance,
+        "/mcp",
+        f"X-API-Key: {key}\r\nAccept: application/json, text/event-stream\r\n",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+    )
+    time.sleep(5)  # time for the second call and more, had the request gone on
+    assert calls_about(fake, question) == 1
+
+
+def test_the_same_mcp_rag_ask_asks_both_questions_for_a_client_that_waits(served):
+    instance, key, fake = served
+    fake.mode, fake.delay = "normal", 0.2
+    question = "Which vendor supplies the desks?"
+    call = {"name": "rag_ask", "arguments": {"question": question, "enable_advanced_search": True}}
+    response = httpx.post(
+        f"{instance.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        headers={"X-API-Key": key, "Accept": "application/json, text/event-stream"},
+        timeout=60,
+    )
+    assert response.status_code == 200 and response.json()["result"]["isError"] is False
+    assert calls_about(fake, question) == 2
+
+
 def test_client_gone_reads_the_socket_without_consuming_it():
     server, client = socket.socketpair()
     request = HttpRequest()
