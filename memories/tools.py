@@ -177,7 +177,8 @@ class MemoryTool(ActionTool):
                 f"  • {TYPE_LABELS[memory_type]}: {entry['count']} 条 (平均重要性: {entry['avg_importance']:.2f})"
             )
         important = (
-            _active(self.user)
+            Memory.objects.for_user(self.user)
+            .active()
             .select_related("session")
             .filter(importance__gte=0.5)
             .order_by("-importance", "-created_at")[:limit]
@@ -206,7 +207,8 @@ class MemoryTool(ActionTool):
 
     def _stats_data(self) -> dict[str, Any]:
         rows = (
-            _active(self.user)
+            Memory.objects.for_user(self.user)
+            .active()
             .values("memory_type")
             .annotate(count=Count("id"), avg_importance=Avg("importance"), tokens=Sum("token_count"))
             .order_by()
@@ -295,10 +297,6 @@ class MemoryTool(ActionTool):
             )
         count = services.memories_clear(user=self.user)
         return ToolReply(True, f"🧽 已清空所有记忆 ({count} 条，仅限用户 {self.user_id})", {"deleted": count})
-
-
-def _active(user):
-    return Memory.objects.for_user(user).active()
 
 
 def _uuid_or_none(value: str):
