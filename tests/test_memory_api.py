@@ -268,32 +268,47 @@ def test_with_the_vector_store_down_writes_commit_and_sync_when_it_is_back(api, 
 
 
 def test_with_the_qdrant_server_hanging_only_the_first_request_waits(api, settings, user):
-    """A socket that accepts and never answers: the first call waits QDRANT_TIMEOUT, the rest fail at once."""
+    """A socket that accepts and never answers: the first call waits QDRANT_TIMEOUT, the rest do not try it again.
+    The connections the socket received tell, where timings on a busy machine could not."""
     import socket
     import time
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
+    silent.setblocking(False)
+    held: list[socket.socket] = []
+
+    def new_connections() -> int:
+        before = len(held)
+        while True:
+            try:
+                held.append(silent.accept()[0])  # held open: the server never answers
+            except BlockingIOError:
+                return len(held) - before
+
+    api("post", "/memories/search", {"query": "warm-up"})  # the embedders load here, not in a timed call
     settings.QDRANT_URL = f"http://127.0.0.1:{silent.getsockname()[1]}"
     settings.QDRANT_TIMEOUT = 1
     stores.reset(embeddings=False)
     try:
-        timings, ids = [], []
+        timings, ids, connections = [], [], []
         for content in ("Ana works at Acme", "用户住在上海", "Kofi manages the data team"):
             started = time.perf_counter()
             response = api("post", "/memories/", {"content": content, "memory_type": "semantic"})
             timings.append(time.perf_counter() - started)
+            connections.append(new_connections())
             assert response.status_code == 201
             ids.append(response.json()["id"])
-        started = time.perf_counter()
         search = api("post", "/memories/search", {"query": "Who manages the data team?"})
-        timings.append(time.perf_counter() - started)
+        connections.append(new_connections())
     finally:
-        silent.close()
+        for connection in [*held, silent]:
+            connection.close()
         settings.QDRANT_URL = ""
         stores.reset(embeddings=False)
-    assert timings[0] < 5 and max(timings[1:]) < 1.0, timings
+    assert timings[0] < 5
+    assert connections[0] >= 1 and connections[1:] == [0, 0, 0], connections
     assert search.status_code == 200 and "unavailable" in search.json()["notice"]
     assert search.json()["results"][0]["id"] == ids[2]
     assert set(Memory.objects.filter(pk__in=ids).values_list("mirror_state", flat=True)) <= {
