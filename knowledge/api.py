@@ -1,7 +1,7 @@
 """Documents, chunks, knowledge search/ask and the RAG tool over the JSON API, scoped to the key's owner."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, cast
 from uuid import UUID
 
 from django.http import HttpRequest
@@ -11,11 +11,11 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from core import hybrid
-from core.auth import WRITE_AUTH, require_write
+from core.auth import WRITE_AUTH, ApiRequest, require_write
 from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
-from core.schemas import BodySchema, Flag, FormFlag, Number, Whole, clean_text
+from core.schemas import BodySchema, Flag, FormFlag, Number, Whole, text_rules
 from core.tooling import ToolOut
 from knowledge import services
 from knowledge.models import Chunk, Document
@@ -82,7 +82,7 @@ class ChunkOut(Schema):
 
 
 class KnowledgeSearchIn(BodySchema):
-    query: clean_text(MAX_QUERY_CHARS, min_chars=1)
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS, min_chars=1)]
     namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
     limit: Whole = Field(5, ge=1, le=50)
     min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
@@ -141,7 +141,7 @@ class DocumentFilter(Schema):
 
 
 def _owner(request: HttpRequest):
-    return request.auth.user
+    return cast(ApiRequest, request).auth.user
 
 
 def _document(request: HttpRequest, document_id: UUID) -> Document:
@@ -173,7 +173,7 @@ def upload_document(
         background=not wait,
     )
     document = Document.objects.get(pk=accepted.document.pk)
-    document.duplicate = not accepted.created
+    cast(Any, document).duplicate = not accepted.created  # read by the response schema
     return Status(201 if accepted.created else 200, document)
 
 
