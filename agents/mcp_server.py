@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from agents.toolspecs import FUNCTIONS
 from core.models import ApiKey
+from core.tooling import ActionTool
 from knowledge.tools import RAGTool
 from memories.models import Memory
 from memories.profile import user_profile
@@ -34,7 +35,7 @@ INSTRUCTIONS = (
     "user, save lasting facts they state with memory_add, and answer from their documents with rag_ask, citing "
     "its numbered sources. Read mnemo://profile for what is known about the user."
 )
-TOOLS = {"memory": MemoryTool, "rag": RAGTool}
+TOOLS: dict[str, type[ActionTool]] = {"memory": MemoryTool, "rag": RAGTool}
 # The memory session that memories written over MCP belong to, as "api" is for POST /api/v1/tools/memory.
 MEMORY_SESSION = "mcp"
 PROFILE_URI = "mnemo://profile"
@@ -98,6 +99,7 @@ def call_tool(api_key: ApiKey, name: str, arguments: dict[str, Any]) -> types.Ca
         )
     tool_name, action, _ = FUNCTIONS[name]
     owner = api_key.user.get_username()
+    tool: ActionTool
     try:
         if tool_name == "memory":
             tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION)
