@@ -14,10 +14,11 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -25,8 +26,9 @@ from agents.toolspecs import FUNCTIONS, openai_tools
 from core import privacy
 from core.disconnect import ClientGone
 from core.limits import MAX_QUERY_CHARS
-from core.llm import Budget, LLMError, ToolCall, get_llm
+from core.llm import Budget, Completion, LLMError, ToolCall, get_llm
 from core.models import ApiKey, PrivacySettings
+from core.tooling import ActionTool
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories import services as memory_services
@@ -75,7 +77,7 @@ class Agent:
     def __init__(
         self,
         *,
-        user: AbstractBaseUser,
+        user: User,
         session: AgentSession,
         api_key: ApiKey | None = None,
         request: HttpRequest | None = None,
@@ -228,8 +230,13 @@ class Agent:
 
     # --- the LLM loop -------------------------------------------------------------------------------------
 
-    def _llm_answer(self, text, history, memories, chunks, assistant, user_message, saved) -> Iterator[dict]:
-        messages = [{"role": "system", "content": self._system_prompt(memories, chunks)}]
+    def _llm_answer(
+        self, text, history, memories, chunks, assistant, user_message, saved
+    ) -> Generator[dict, None, str]:
+        assert self.llm is not None  # only the model's answer comes through here
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self._system_prompt(memories, chunks)}
+        ]
         messages += history if history is not None else self._history(user_message)
         messages.append({"role": "user", "content": text})
         trace: list[dict] = []
@@ -286,7 +293,13 @@ class Agent:
     def _call_tool(
         self, call: ToolCall, user_message: ChatMessage, saved: list[dict], budget: Budget
     ) -> dict:
-        outcome = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": False, "result": ""}
+        outcome: dict[str, Any] = {
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "ok": False,
+            "result": "",
+        }
         if call.name not in FUNCTIONS:
             outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(FUNCTIONS)}"
             return outcome
@@ -300,6 +313,7 @@ class Agent:
             )
             return outcome
         tool_name, action, _ = FUNCTIONS[call.name]
+        tool: ActionTool
         try:
             if tool_name == "memory":
                 tool = MemoryTool(
@@ -356,7 +370,7 @@ class Agent:
         return "\n\n".join(parts)
 
 
-def _relay(stream) -> Iterator[dict]:
+def _relay(stream) -> Generator[dict, None, Completion]:
     """Pass the LLM's text deltas on as events and return the finished completion."""
     while True:
         try:
@@ -400,7 +414,7 @@ def saved_records(message: ChatMessage) -> list[dict]:
     return [capture_record(item, "add", []) if isinstance(item, str) else item for item in saved]
 
 
-def undo_saved(*, user: AbstractBaseUser, message: ChatMessage, memory_id: str) -> bool:
+def undo_saved(*, user: User, message: ChatMessage, memory_id: str) -> bool:
     """Undo what this chat turn did to a memory (only its own writes: the message records them): a new memory
     is deleted and what it superseded is current again; a repeat is uncounted."""
     record = next((item for item in saved_records(message) if item["id"] == memory_id), None)
@@ -415,7 +429,7 @@ def undo_saved(*, user: AbstractBaseUser, message: ChatMessage, memory_id: str) 
     )
 
 
-def session_end(*, user: AbstractBaseUser, session: AgentSession) -> int:
+def session_end(*, user: User, session: AgentSession) -> int:
     """Close a session: its important working memories become episodic memories."""
     session.ended_at = timezone.now()
     session.save(update_fields=["ended_at"])

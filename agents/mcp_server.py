@@ -23,6 +23,7 @@ from agents.toolspecs import FUNCTIONS
 from core.disconnect import ClientGone
 from core.llm import Budget
 from core.models import ApiKey
+from core.tooling import ActionTool
 from knowledge.tools import RAGTool
 from memories.models import Memory
 from memories.profile import user_profile
@@ -36,7 +37,7 @@ INSTRUCTIONS = (
     "user, save lasting facts they state with memory_add, and answer from their documents with rag_ask, citing "
     "its numbered sources. Read mnemo://profile for what is known about the user."
 )
-TOOLS = {"memory": MemoryTool, "rag": RAGTool}
+TOOLS: dict[str, type[ActionTool]] = {"memory": MemoryTool, "rag": RAGTool}
 # The memory session that memories written over MCP belong to, as "api" is for POST /api/v1/tools/memory.
 MEMORY_SESSION = "mcp"
 PROFILE_URI = "mnemo://profile"
@@ -103,6 +104,7 @@ def call_tool(
         )
     tool_name, action, _ = FUNCTIONS[name]
     owner = api_key.user.get_username()
+    tool: ActionTool
     try:
         if tool_name == "memory":
             tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION)

@@ -8,6 +8,7 @@ and is checked here, nothing is kept between requests, and any worker thread can
 session there is nothing to stream on GET or to end with DELETE, so those answer 405, as the transport allows.
 """
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -41,7 +42,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     except TooManyKeyFailures as exc:
         return _refusal(429, str(exc))
     if api_key is None:
-        response = _refusal(
+        response: HttpResponse = _refusal(
             401, "Missing, wrong or revoked API key: send Authorization: Bearer <key> (or X-API-Key: <key>)."
         )
         response["WWW-Authenticate"] = 'Bearer realm="mnemo"'
@@ -92,7 +93,7 @@ async def _serve(
         await answered.wait()  # the client "disconnects" only once it has its answer
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             answer["status"] = message["status"]
             answer["headers"] = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message["headers"]]

@@ -13,7 +13,8 @@ import json
 import time
 import uuid
 
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
@@ -64,7 +65,7 @@ def models(request: HttpRequest) -> JsonResponse:
 
 @csrf_exempt
 @require_POST
-def chat_completions(request: HttpRequest) -> HttpResponse:
+def chat_completions(request: HttpRequest) -> HttpResponseBase:
     api_key, refused = _unauthorized(request)
     if refused:
         return refused

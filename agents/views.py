@@ -13,13 +13,15 @@ import re
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -30,6 +32,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent, saved_records, session_end, undo_saved
 from agents.forms import MessageForm
+from core.pages import AuthenticatedHttpRequest
 from knowledge.models import Chunk
 from knowledge.views import chunk_url
 from memories.models import AgentSession, ChatMessage, ChatRole, Memory
@@ -67,11 +70,12 @@ def _labelled(sessions: Iterable[AgentSession]) -> list[AgentSession]:
     sessions = list(sessions)
     for session in sessions:
         own_title = session.title if session.title != session.key else ""
-        session.label = own_title or getattr(session, "first_message", None) or session.key
+        # The label is for this page only, so it rides on the session to the template, not on the model.
+        cast(Any, session).label = own_title or getattr(session, "first_message", None) or session.key
     return sessions
 
 
-def _session(request: HttpRequest, pk: uuid.UUID) -> AgentSession:
+def _session(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> AgentSession:
     return get_object_or_404(AgentSession.objects.for_user(request.user), pk=pk)
 
 
@@ -82,7 +86,7 @@ def _session_url(session: AgentSession, message: ChatMessage | None = None) -> s
 
 @login_required
 @require_GET
-def chat(request: HttpRequest) -> HttpResponse:
+def chat(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(_sessions(request.user), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "page": page,
@@ -94,7 +98,7 @@ def chat(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def chat_new(request: HttpRequest) -> HttpResponse:
+def chat_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     # Microseconds keep two quick clicks from landing in the same session.
     session = session_for_key(user=request.user, key=f"chat-{timezone.now():%Y%m%d-%H%M%S-%f}")
     return redirect("chat_session", pk=session.pk)
@@ -177,7 +181,9 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
         str(pk): c
         for pk, c in Chunk.objects.for_user(user).select_related("document").in_bulk(chunk_ids).items()
     }
-    for message in answers:
+    # What follows is for this page only, so it rides on each message to the template, not on the model.
+    shown: list[Any] = answers
+    for message in shown:
         retrieved = message.retrieved if isinstance(message.retrieved, dict) else {}
         message.retrieval_only = bool(retrieved.get("retrieval_only"))
         message.cited_memories = [
@@ -207,7 +213,7 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
     return chat_messages
 
 
-def _session_context(request: HttpRequest, session: AgentSession, form: MessageForm) -> dict:
+def _session_context(request: AuthenticatedHttpRequest, session: AgentSession, form: MessageForm) -> dict:
     newest_first = list(
         session.messages.filter(role__in=[ChatRole.USER, ChatRole.ASSISTANT]).order_by("-created_at")[
             : MESSAGES_SHOWN + 1
@@ -227,7 +233,7 @@ def _session_context(request: HttpRequest, session: AgentSession, form: MessageF
 
 @login_required
 @require_GET
-def chat_session(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def chat_session(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     session = _labelled([get_object_or_404(_sessions(request.user), pk=pk)])[0]
     return render(request, SESSION_TEMPLATE, _session_context(request, session, MessageForm()))
 
@@ -237,7 +243,7 @@ def chat_session(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def chat_send(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def chat_send(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Without JavaScript: run the whole turn, then show the session at the new answer."""
     session = _session(request, pk)
     if session.ended_at:
@@ -261,7 +267,7 @@ def _event(name: str, payload: dict) -> str:
     return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
 
-def _turn_events(request: HttpRequest, agent: Agent, text: str) -> Iterator[str]:
+def _turn_events(request: AuthenticatedHttpRequest, agent: Agent, text: str) -> Iterator[str]:
     # A comment line first, so the browser gets the response head while retrieval runs.
     yield ": answering\n\n"
     try:
@@ -286,7 +292,7 @@ def _turn_events(request: HttpRequest, agent: Agent, text: str) -> Iterator[str]
 
 @login_required
 @require_POST
-def chat_stream(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def chat_stream(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponseBase:
     """With chat.js: the same form, answered as Server-Sent Events (delta…, tool…, done)."""
     session = _session(request, pk)
     if session.ended_at:
@@ -298,7 +304,7 @@ def chat_stream(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     form = MessageForm(request.POST)
     if not form.is_valid():
         return HttpResponse(
-            " ".join(form.errors["text"]), status=422, content_type="text/plain; charset=utf-8"
+            " ".join(map(str, form.errors["text"])), status=422, content_type="text/plain; charset=utf-8"
         )
     agent = Agent(user=request.user, session=session, request=request)
     response = StreamingHttpResponse(
@@ -316,7 +322,7 @@ def chat_stream(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 @login_required
 @require_POST
 def chat_undo(
-    request: HttpRequest, pk: uuid.UUID, message_pk: uuid.UUID, memory_pk: uuid.UUID
+    request: AuthenticatedHttpRequest, pk: uuid.UUID, message_pk: uuid.UUID, memory_pk: uuid.UUID
 ) -> HttpResponse:
     """Delete a memory that this answer's turn saved; only those (the message records them) can be undone."""
     session = _session(request, pk)
@@ -337,7 +343,7 @@ def chat_undo(
 
 @login_required
 @require_POST
-def chat_end(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def chat_end(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     session = _session(request, pk)
     if session.ended_at:
         messages.info(request, "This session had already ended.")

@@ -1,11 +1,13 @@
 """The JSON API under /api/v1/: one NinjaAPI, a router per app, API-key auth on everything but health."""
 
+from typing import cast
+
 from django.http import HttpRequest
 from ninja import Field, NinjaAPI, Schema
 from ninja.errors import AuthenticationError
 from ninja.renderers import JSONRenderer
 
-from core.auth import API_AUTH
+from core.auth import API_AUTH, ApiRequest
 from core.disconnect import ClientGone
 from core.errors import RequestRefused
 from core.health import run_checks
@@ -31,7 +33,7 @@ ERROR_SCHEMA = {
 
 def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
     """The error statuses an operation can answer, from what it takes; the handlers below produce them."""
-    statuses = {}
+    statuses: dict[str, str] = {}
     if operation.get("security"):
         statuses |= {"401": "Missing or invalid API key", "429": "Too many wrong API keys from this address"}
     if operation.get("parameters") or operation.get("requestBody"):
@@ -149,5 +151,5 @@ class MeOut(Schema):
 @api.get("/me", response=MeOut, tags=["auth"])
 def get_me(request: HttpRequest):
     """The user and key behind this request: a cheap way to test a key."""
-    key = request.auth
+    key = cast(ApiRequest, request).auth
     return {"username": key.user.get_username(), "key_name": key.name, "scope": key.scope}

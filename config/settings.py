@@ -116,7 +116,8 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "mnemo.sqlite3",
+            # django-stubs types NAME as str; Django takes a Path (its own startproject template writes one).
+            "NAME": DATA_DIR / "mnemo.sqlite3",  # type: ignore[typeddict-item]
             "OPTIONS": {
                 # WAL lets page reads run while the background pool writes; IMMEDIATE avoids
                 # "database is locked" upgrades from read to write transactions.

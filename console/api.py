@@ -1,5 +1,7 @@
 """Golden questions and evaluation runs over the JSON API. Every query starts from the key's owner."""
 
+from typing import cast
+
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
@@ -10,7 +12,7 @@ from ninja.pagination import paginate
 from console import evaluation, portability
 from console.models import EvaluationRun, GoldenQuestion
 from console.schemas import ImportOut, QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
-from core.auth import WRITE_AUTH
+from core.auth import WRITE_AUTH, ApiRequest
 from core.pagination import BoundedLimitOffset
 
 # The app's one router, mounted at the API's root: golden questions and runs, and the data archive.
@@ -18,7 +20,7 @@ router = Router(tags=["evaluation"])
 
 
 def _owner(request: HttpRequest):
-    return request.auth.user
+    return cast(ApiRequest, request).auth.user
 
 
 def _questions(request: HttpRequest):
@@ -150,6 +152,7 @@ def export_data(request: HttpRequest):
 def import_data(request: HttpRequest, file: File[UploadedFile]):
     """An archive from export (this or another instance); its rows become this key's owner's. Refused (422) when
     it is not an archive, holds rows of other users or links outside itself, or is already loaded here."""
+    assert file.size is not None  # Django's upload handlers always count it
     if file.size > settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024:
         raise HttpError(
             413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"

@@ -8,7 +8,7 @@ background work (ingestion, the vector and graph mirrors) keeps up. Every figure
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -29,7 +29,7 @@ def _per_day(rows, days: list) -> list[int]:
     return [counts.get(day, 0) for day in days]
 
 
-def _mirrors(user: AbstractBaseUser) -> list[dict]:
+def _mirrors(user: User) -> list[dict]:
     """Pending and failed rows of each mirrored table (memories and chunks to vectors, the graph to Neo4j)."""
     tables = [
         ("memories", Memory.objects.for_user(user).listed()),
@@ -55,7 +55,7 @@ def _mirrors(user: AbstractBaseUser) -> list[dict]:
     return health
 
 
-def stats(user: AbstractBaseUser, *, days: int = DAYS) -> dict:
+def stats(user: User, *, days: int = DAYS) -> dict:
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     dates = [first + timedelta(days=offset) for offset in range(days)]

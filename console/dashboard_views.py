@@ -10,6 +10,7 @@ from django_htmx.http import trigger_client_event
 from console import dashboard
 from console.tasks import resync_user_mirrors
 from core.dispatch import dispatch
+from core.pages import AuthenticatedHttpRequest
 
 
 @require_GET
@@ -22,7 +23,7 @@ def dashboard_data(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def mirror_resync(request: HttpRequest) -> HttpResponse:
+def mirror_resync(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Queue the resync of this user's pending and failed rows on the worker (Celery or the in-process pool)."""
     dispatch(resync_user_mirrors, request.user.pk)
     message = "Resync queued: pending and failed rows are being mirrored again."

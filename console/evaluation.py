@@ -10,9 +10,10 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -55,9 +56,7 @@ def parse_ids(values: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
     return list(dict.fromkeys(ids))
 
 
-def _owned[M: (Memory, Chunk)](
-    model: type[M], user: AbstractBaseUser, ids: list[uuid.UUID], label: str
-) -> list[M]:
+def _owned[M: (Memory, Chunk)](model: type[M], user: User, ids: list[uuid.UUID], label: str) -> list[M]:
     rows = list(owned_by_pk(model.objects.all(), user, ids))
     missing = [str(pk) for pk in ids if pk not in {row.pk for row in rows}]
     if missing:
@@ -91,10 +90,10 @@ class _Answers:
 
 def _checked_answers(
     *,
-    user: AbstractBaseUser,
+    user: User,
     target: str,
-    memory_ids: Sequence,
-    chunk_ids: Sequence,
+    memory_ids: Iterable[str | uuid.UUID],
+    chunk_ids: Iterable[str | uuid.UUID],
     namespaces: Sequence[str],
     known_namespaces: Sequence[str] = (),
     no_answer: bool,
@@ -154,7 +153,7 @@ def _save(question: GoldenQuestion, answers: _Answers) -> GoldenQuestion:
 @transaction.atomic
 def question_create(
     *,
-    user: AbstractBaseUser,
+    user: User,
     text: str,
     target: str = Target.MEMORIES,
     expected_memory_ids: Sequence = (),
@@ -224,7 +223,7 @@ def question_delete(*, question: GoldenQuestion) -> None:
 @transaction.atomic
 def question_add_answer(
     *,
-    user: AbstractBaseUser,
+    user: User,
     target: str,
     text: str,
     answer_id: str | uuid.UUID,
@@ -239,15 +238,13 @@ def question_add_answer(
     kind = "expected_memory_ids" if target == Target.MEMORIES else "expected_chunk_ids"
     question = GoldenQuestion.objects.for_user(user).filter(target=target, text=text).first()
     if question is None:
-        created = question_create(
-            user=user, text=text, target=target, namespaces=namespaces, **{kind: [answer_id]}
-        )
+        answers: dict[str, Any] = {kind: [answer_id]}
+        created = question_create(user=user, text=text, target=target, namespaces=namespaces, **answers)
         return created, True
     current = question.expected_ids()
     chosen = sorted(set(question.namespaces) | set(namespaces)) if target == Target.KNOWLEDGE else None
-    updated = question_update(
-        question=question, no_answer=False, namespaces=chosen, **{kind: [*current, str(answer_id)]}
-    )
+    answers = {kind: [*current, str(answer_id)]}
+    updated = question_update(question=question, no_answer=False, namespaces=chosen, **answers)
     return updated, False
 
 
@@ -275,7 +272,7 @@ def search_settings() -> dict:
     }
 
 
-def evaluation_run(*, user: AbstractBaseUser, scope: str = RunScope.ALL) -> EvaluationRun:
+def evaluation_run(*, user: User, scope: str = RunScope.ALL) -> EvaluationRun:
     """Run the user's golden questions in `scope` now and store the run; nothing is stored when search is down."""
     if scope not in RunScope.values:
         raise EvaluationError(f"scope must be one of {', '.join(RunScope.values)}")
@@ -311,8 +308,9 @@ def evaluation_run(*, user: AbstractBaseUser, scope: str = RunScope.ALL) -> Eval
     )
 
 
-def _evaluate(user: AbstractBaseUser, question: GoldenQuestion) -> dict:
+def _evaluate(user: User, question: GoldenQuestion) -> dict:
     expected = question.expected_ids()
+    result: retrieval.SearchResult | knowledge_search.KnowledgeResult
     if question.target == Target.MEMORIES:
         result = retrieval.search_memories(user=user, query=question.text, limit=LIMIT)
         returned = [(str(hit.memory.pk), hit.memory.content) for hit in result.hits]
@@ -421,7 +419,7 @@ def run_view(run: EvaluationRun, previous: EvaluationRun | None) -> RunView:
     )
 
 
-def run_history(*, user: AbstractBaseUser, limit: int = 20) -> list[RunView]:
+def run_history(*, user: User, limit: int = 20) -> list[RunView]:
     """The newest runs, each compared with the previous run of its scope (one query, plus one per scope whose
     previous run is older than the page)."""
     runs = list(EvaluationRun.objects.for_user(user)[: limit + 1])

@@ -3,6 +3,7 @@
 import re
 
 from django import forms
+from django.utils.datastructures import MultiValueDict
 
 from console.evaluation import MAX_TEXT
 from console.models import RunScope, Target
@@ -40,8 +41,11 @@ class QuestionForm(forms.Form):
         kwargs.setdefault("auto_id", f"{prefix_id}-%s")
         super().__init__(*args, **kwargs)
         # Any picked value is accepted here; the service refuses what is not an id of the user's.
-        self.fields["picked"].choices = [
-            (value, value) for value in (self.data.getlist("picked") if self.data else [])
+        picked = self.fields["picked"]
+        assert isinstance(picked, forms.ChoiceField)
+        picked.choices = [
+            (value, value)
+            for value in (self.data.getlist("picked") if isinstance(self.data, MultiValueDict) else [])
         ]
 
     def service_arguments(self) -> dict:

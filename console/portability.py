@@ -25,6 +25,7 @@ from django.core import serializers
 from django.core.files.base import ContentFile
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from console.models import EvaluationRun, GoldenQuestion
@@ -67,7 +68,7 @@ MODELS = (
 )
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
 RENUMBERED = (Fact, MemoryAccess, GraphEdit, GoldenQuestion, EvaluationRun)
-FILE_FIELDS = {Document: "file", Memory: "file"}
+FILE_FIELDS: dict[type[Model], str] = {Document: "file", Memory: "file"}
 # Archives written while sessions and chat messages were models of agents name them by those labels.
 FORMER_LABELS = {"agents.agentsession": "memories.agentsession", "agents.chatmessage": "memories.chatmessage"}
 MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
@@ -120,7 +121,7 @@ def export_user(user, path: Path) -> dict[str, int]:
                 if "api_key" in record["fields"]:
                     record["fields"]["api_key"] = None
                 lines.append(json.dumps(record, ensure_ascii=False))
-            field = FILE_FIELDS.get(model)
+            field = FILE_FIELDS.get(model, "")
             for row in rows if field else ():
                 stored = getattr(row, field)
                 if stored:
@@ -192,7 +193,7 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
             model = type(item.object)
             if model in RENUMBERED:
                 item.object.pk = None
-            field = FILE_FIELDS.get(model)
+            field = FILE_FIELDS.get(model, "")
             stored = getattr(item.object, field).name if field else ""
             if stored:
                 name = stored.rsplit("/", 1)[-1]
@@ -209,7 +210,7 @@ def _check_contained(records: list[dict], source: str) -> None:
     models = {_label(model): model for model in MODELS}
     present = {(record.get("model"), str(record.get("pk"))) for record in records}
     for position, record in enumerate(records, start=1):
-        model = models.get(record.get("model"))
+        model = models.get(record.get("model", ""))
         if model is None:
             raise PortabilityError(
                 f"row {position} is a {record.get('model')!r}, which an archive does not hold"

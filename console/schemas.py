@@ -1,5 +1,5 @@
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -7,13 +7,13 @@ from ninja import Field, Schema
 from console.evaluation import MAX_TEXT
 from console.models import GoldenQuestion
 from core.limits import MAX_LIST_ITEMS
-from core.schemas import BodySchema, Flag, clean_text
+from core.schemas import BodySchema, Flag, text_rules
 from knowledge.schemas import Namespace
 
 TargetName = Literal["memories", "knowledge"]
 ScopeName = Literal["all", "memories", "knowledge"]
-QuestionText = clean_text(MAX_TEXT, min_chars=1)
-Note = clean_text(5000)
+QuestionText = Annotated[str, *text_rules(MAX_TEXT, min_chars=1)]
+Note = Annotated[str, *text_rules(5000)]
 
 
 class QuestionIn(BodySchema):

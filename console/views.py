@@ -5,7 +5,7 @@ console.evaluation and console.portability."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Prefetch
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,6 +17,7 @@ from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
 from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
 from core.models import ApiKey, PrivacySettings
+from core.pages import AuthenticatedHttpRequest
 from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
@@ -74,7 +75,7 @@ def summary_rows(run: EvaluationRun, previous: EvaluationRun | None) -> list[dic
     return rows
 
 
-def _questions(request: HttpRequest):
+def _questions(request: AuthenticatedHttpRequest):
     return GoldenQuestion.objects.for_user(request.user).prefetch_related(
         Prefetch("expected_memories", Memory.objects.only("pk", "content", "memory_type")),
         Prefetch(
@@ -86,7 +87,7 @@ def _questions(request: HttpRequest):
     )
 
 
-def _page(request: HttpRequest, **extra) -> dict:
+def _page(request: AuthenticatedHttpRequest, **extra) -> dict:
     history = evaluation.run_history(user=request.user)
     latest = history[0] if history else None
     return {
@@ -112,13 +113,13 @@ def _overall(run: EvaluationRun | None) -> dict | None:
 
 @login_required
 @require_GET
-def evaluation_page(request: HttpRequest) -> HttpResponse:
+def evaluation_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, TEMPLATE, _page(request))
 
 
 @login_required
 @require_POST
-def question_add(request: HttpRequest) -> HttpResponse:
+def question_add(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = QuestionForm(request.POST)
     if form.is_valid():
         try:
@@ -144,7 +145,7 @@ def question_add(request: HttpRequest) -> HttpResponse:
     return render(request, TEMPLATE, _page(request, **context), status=422)
 
 
-def _question(request: HttpRequest, pk: int) -> GoldenQuestion:
+def _question(request: AuthenticatedHttpRequest, pk: int) -> GoldenQuestion:
     return get_object_or_404(_questions(request), pk=pk)
 
 
@@ -162,7 +163,7 @@ def _edit_form(question: GoldenQuestion) -> QuestionForm:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def question_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     question = _question(request, pk)
     status = 200
     if request.method == "GET":
@@ -189,14 +190,14 @@ def question_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def question_row(request: HttpRequest, pk: int) -> HttpResponse:
+def question_row(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """One row of the questions table (what an edit's Cancel swaps back)."""
     return render(request, f"{TEMPLATE}#question-row", {"question": _question(request, pk)})
 
 
 @login_required
 @require_POST
-def question_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def question_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     evaluation.question_delete(question=_question(request, pk))
     if request.htmx:
         return HttpResponse("")  # the row swaps itself out
@@ -204,7 +205,9 @@ def question_delete(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("evaluation")
 
 
-def _candidates(request: HttpRequest, *, target: str, query: str, picked: list[str]) -> list[dict]:
+def _candidates(
+    request: AuthenticatedHttpRequest, *, target: str, query: str, picked: list[str]
+) -> list[dict]:
     """The ticked answers (still ticked) and then search results for `query` to tick, as picker rows."""
     try:
         ids = evaluation.parse_ids(picked)
@@ -222,8 +225,8 @@ def _candidates(request: HttpRequest, *, target: str, query: str, picked: list[s
         memories = owned_by_pk(Memory.objects.all(), request.user, ids)
         rows += [_memory_candidate(memory, checked=True) for memory in memories]
         if query:
-            hits = search_memories(user=request.user, query=query, limit=PICKER_LIMIT).hits
-            rows += [_memory_candidate(hit.memory) for hit in hits]
+            memory_hits = search_memories(user=request.user, query=query, limit=PICKER_LIMIT).hits
+            rows += [_memory_candidate(hit.memory) for hit in memory_hits]
     seen, unique = set(), []
     for row in rows:
         if row["id"] not in seen:
@@ -243,7 +246,7 @@ def _chunk_candidate(chunk: Chunk, *, checked: bool = False) -> dict:
 
 @login_required
 @require_GET
-def answer_picker(request: HttpRequest) -> HttpResponse:
+def answer_picker(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Search results to tick as expected answers of the question being added; ticked ones stay."""
     query = request.GET.get("pick_q", "").strip()[: evaluation.MAX_TEXT]
     candidates = _candidates(
@@ -257,7 +260,7 @@ def answer_picker(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_create(request: HttpRequest) -> HttpResponse:
+def run_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = RunForm(request.POST)
     scope = (form.cleaned_data["scope"] if form.is_valid() else "") or RunScope.ALL
     try:
@@ -276,7 +279,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(EvaluationRun.objects.for_user(request.user), pk=pk)
     view = evaluation.run_view(run, run.previous())
     context = {
@@ -294,12 +297,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def answer_mark(request: HttpRequest) -> HttpResponse:
+def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = AnswerForm(request.POST)
     error, question, created = "", None, False
     if not form.is_valid():
         error = "This result could not be saved as an answer: " + "; ".join(
-            f"{field} {', '.join(errors)}" for field, errors in form.errors.items()
+            f"{field} {', '.join(map(str, errors))}" for field, errors in form.errors.items()
         )
     else:
         data = form.cleaned_data
@@ -318,6 +321,7 @@ def answer_mark(request: HttpRequest) -> HttpResponse:
         if error:
             messages.error(request, error)
         else:
+            assert question is not None  # question_add_answer returned it, or there would be an error
             messages.success(request, f"Saved as an expected answer of “{question.text}”.")
         return redirect(reverse("evaluation") + (f"#question-{question.pk}" if question else ""))
     context = {"question": question, "created": created, "error": error}
@@ -326,7 +330,7 @@ def answer_mark(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def data_export(request: HttpRequest) -> HttpResponse:
+def data_export(request: AuthenticatedHttpRequest) -> FileResponse:
     """The signed-in user's archive, as the API's /data/export gives it."""
     return FileResponse(
         portability.export_file(request.user),
@@ -338,7 +342,7 @@ def data_export(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def data_import(request: HttpRequest) -> HttpResponse:
+def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     upload = request.FILES.get("archive")
     if upload is None:
         messages.error(request, "Choose an archive exported from Mnemo first.")
@@ -358,7 +362,7 @@ def data_import(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     memories = Memory.objects.for_user(request.user)
     by_type = dict(memories.values_list("memory_type").annotate(n=Count("id")).order_by())
     context = {
@@ -377,7 +381,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def health(request: HttpRequest) -> HttpResponse:
+def health(request: AuthenticatedHttpRequest) -> HttpResponse:
     checks = run_checks()
     # Details name hosts, ports and data paths: staff only, as at /api/v1/health.
     context = {"checks": checks, "ok": all(c.ok for c in checks), "details": request.user.is_staff}
@@ -386,7 +390,7 @@ def health(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_keys(request: HttpRequest) -> HttpResponse:
+def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = ApiKeyForm(request.POST or None)
     new_key = None
     status = 200
@@ -404,7 +408,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def privacy_settings(request: HttpRequest) -> HttpResponse:
+def privacy_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
     """What happens to secrets and personal data in new memories, documents and chat messages."""
     row, _ = PrivacySettings.objects.get_or_create(user=request.user)
     form = PrivacySettingsForm(request.POST, instance=row)
@@ -418,7 +422,7 @@ def privacy_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_key_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+def api_key_revoke_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     api_key = get_object_or_404(ApiKey.objects.for_user(request.user), pk=pk)
     api_key_revoke(api_key=api_key)
     if request.htmx:

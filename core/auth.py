@@ -1,6 +1,7 @@
 """API-key authentication for the JSON API: `X-API-Key: <key>` or `Authorization: Bearer <key>`."""
 
 from datetime import timedelta
+from typing import cast
 
 from django.http import HttpRequest
 from django.utils import timezone
@@ -9,6 +10,15 @@ from ninja.security import APIKeyHeader, HttpBearer
 
 from core import ratelimits
 from core.models import ApiKey
+
+
+class ApiRequest(HttpRequest):
+    """A request past the API's key auth, for the type checker: ninja sets `auth` to what `authenticate`
+    returned, an ApiKey here (a router with `auth=None` would leave it unset). The endpoints take the plain
+    HttpRequest and cast where they read the key."""
+
+    auth: ApiKey
+
 
 # Writing last_used_at on every request would turn each read into a write; a minute's precision is enough.
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -99,7 +109,7 @@ WRITE_AUTH = [ApiKeyHeaderAuth(write=True), BearerKeyAuth(write=True)]
 def require_write(request: HttpRequest) -> ApiKey:
     """The request's key, which must carry the write scope (403 otherwise): for the few endpoints whose body
     decides whether they write (a tool's action, a dedupe that is not a dry run); the others say WRITE_AUTH."""
-    api_key: ApiKey = request.auth  # type: ignore[attr-defined]
+    api_key = cast(ApiRequest, request).auth
     if not api_key.can_write:
         raise HttpError(403, READ_ONLY)
     return api_key

@@ -1,5 +1,6 @@
 """What every page view shares: where a form sends the browser next, and how to get there under htmx."""
 
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -11,6 +12,13 @@ class HtmxHttpRequest(HttpRequest):
     """A request as django-htmx's middleware leaves it, for the type checker (django-htmx's documented idiom)."""
 
     htmx: HtmxDetails
+
+
+class AuthenticatedHttpRequest(HtmxHttpRequest):
+    """A page request behind `login_required`, whose user is therefore signed in (django-stubs' documented
+    idiom); every page passes through django-htmx's middleware too."""
+
+    user: User
 
 
 def next_url(request: HttpRequest, default: str) -> str:

@@ -51,10 +51,10 @@ def _storable(value: str, info: ValidationInfo) -> str:
         raise ValueError(str(exc)) from None
 
 
-def clean_text(max_chars: int, *, min_chars: int = 0, description: str | None = None) -> Any:
-    """A string of at most `max_chars` storable characters (an annotated type for a schema field)."""
-    return Annotated[
-        str,
+def text_rules(max_chars: int, *, min_chars: int = 0, description: str | None = None) -> tuple[Any, ...]:
+    """The rules of a string of at most `max_chars` storable characters, for a schema field's type:
+    `Annotated[str, *text_rules(...)]`, spelled out there so that the type checker sees a type."""
+    return (
         Field(
             min_length=min_chars,
             max_length=max_chars,
@@ -62,7 +62,7 @@ def clean_text(max_chars: int, *, min_chars: int = 0, description: str | None = 
             json_schema_extra={"pattern": STORABLE_PATTERN},
         ),
         AfterValidator(_storable),
-    ]
+    )
 
 
 def _json_number(value: Any) -> Any:

@@ -4,7 +4,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -55,6 +55,13 @@ class Params:
     def __init__(self, raw: dict[str, Any]):
         self.raw = raw
 
+    # A default or `required=True` means a string comes back, never None.
+    @overload
+    def text(self, name: str, default: str, *, required: bool = False) -> str: ...
+    @overload
+    def text(self, name: str, default: None = None, *, required: Literal[True]) -> str: ...
+    @overload
+    def text(self, name: str, default: str | None = None, *, required: bool = False) -> str | None: ...
     def text(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
         value = self.raw.get(name, default)
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -100,6 +107,10 @@ class Params:
             raise ToolInputError(f"parameter '{name}' must be true or false, got {value!r}")
         return value
 
+    @overload
+    def choice(self, name: str, default: str, allowed: Sequence[str]) -> str: ...
+    @overload
+    def choice(self, name: str, default: str | None, allowed: Sequence[str]) -> str | None: ...
     def choice(self, name: str, default: str | None, allowed: Sequence[str]) -> str | None:
         value = self.text(name, default)
         if value is not None and value not in allowed:

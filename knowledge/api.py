@@ -1,6 +1,6 @@
 """Documents, chunks, knowledge search/ask and the RAG tool over the JSON API, scoped to the key's owner."""
 
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.http import HttpRequest
@@ -9,7 +9,7 @@ from ninja import Body, File, Form, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from core.auth import WRITE_AUTH, require_write
+from core.auth import WRITE_AUTH, ApiRequest, require_write
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
 from core.schemas import FormFlag
@@ -44,7 +44,7 @@ LLM_COST = (
 
 
 def _owner(request: HttpRequest):
-    return request.auth.user
+    return cast(ApiRequest, request).auth.user
 
 
 def _document(request: HttpRequest, document_id: UUID) -> Document:
@@ -76,7 +76,7 @@ def upload_document(
         background=not wait,
     )
     document = Document.objects.get(pk=accepted.document.pk)
-    document.duplicate = not accepted.created
+    cast(Any, document).duplicate = not accepted.created  # read by the response schema
     return Status(201 if accepted.created else 200, document)
 
 

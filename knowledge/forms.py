@@ -1,5 +1,7 @@
 """Forms of the knowledge pages: they parse and check input; every write goes through knowledge.services."""
 
+from typing import Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 
@@ -34,7 +36,8 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(
+    # The form metaclass moves a declared field out of the class, so `self.files` stays the uploads.
+    files = MultipleFileField(  # type: ignore[assignment]
         label="Files",
         # Only a hint for the file picker: the service checks every file's name and bytes itself.
         widget=MultipleFileInput(attrs={"accept": ",".join(f".{kind}" for kind in sorted(SUPPORTED))}),
@@ -59,8 +62,9 @@ class UploadForm(forms.Form):
         except KnowledgeError as exc:
             raise ValidationError(str(exc)) from None
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
         size, overlap = cleaned.get("chunk_size"), cleaned.get("chunk_overlap")
         if size is not None and overlap is not None:
             try:
@@ -89,7 +93,9 @@ class LibraryFilterForm(forms.Form):
     def __init__(self, *args, namespaces: list[str], **kwargs):
         kwargs.setdefault("auto_id", "filter-%s")
         super().__init__(*args, **kwargs)
-        self.fields["namespace"].choices = [("", "all"), *((name, name) for name in namespaces)]
+        namespace = self.fields["namespace"]
+        assert isinstance(namespace, forms.ChoiceField)
+        namespace.choices = [("", "all"), *((name, name) for name in namespaces)]
 
     @property
     def filters(self) -> dict:
@@ -126,7 +132,9 @@ class SearchForm(forms.Form):
     def __init__(self, *args, namespaces: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         self.all_namespaces = namespaces
-        self.fields["namespaces"].choices = [(name, name) for name in namespaces]
+        namespaces_field = self.fields["namespaces"]
+        assert isinstance(namespaces_field, forms.ChoiceField)
+        namespaces_field.choices = [(name, name) for name in namespaces]
 
     def search_arguments(self) -> dict:
         """Keyword arguments for search_chunks/ask, defaults filled in (call after is_valid())."""

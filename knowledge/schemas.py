@@ -8,7 +8,7 @@ from ninja import Field, Schema
 
 from core import hybrid
 from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
-from core.schemas import BodySchema, Flag, Number, Whole, clean_text
+from core.schemas import BodySchema, Flag, Number, Whole, text_rules
 from knowledge.models import Document
 from knowledge.services import NAMESPACE
 
@@ -69,7 +69,7 @@ class ChunkOut(Schema):
 
 
 class KnowledgeSearchIn(BodySchema):
-    query: clean_text(MAX_QUERY_CHARS, min_chars=1)
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS, min_chars=1)]
     namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
     limit: Whole = Field(5, ge=1, le=50)
     min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")

@@ -9,15 +9,16 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.db.models.functions import Length, Substr
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
@@ -32,12 +33,12 @@ from django_htmx.http import (
 from core import hybrid
 from core.disconnect import ClientGone
 from core.llm import Budget
-from core.pages import from_row, navigate, next_url
+from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
 from knowledge import services
 from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
 from knowledge.markdown import render_markdown
-from knowledge.models import Document
+from knowledge.models import Document, DocumentQuerySet
 from knowledge.pipeline import SUPPORTED, safe_filename
 from knowledge.search import ask, search_chunks
 
@@ -51,15 +52,15 @@ MARKDOWN_PREVIEW_CHARS = 3_000
 CHANGED_EVENT = "documents-changed"  # the library table listens for it and reloads itself
 
 
-def _owned(request: HttpRequest) -> QuerySet[Document]:
+def _owned(request: AuthenticatedHttpRequest) -> DocumentQuerySet:
     return Document.objects.for_user(request.user)
 
 
-def _document(request: HttpRequest, pk: uuid.UUID) -> Document:
+def _document(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Document:
     return get_object_or_404(_owned(request), pk=pk)
 
 
-def _namespaces(request: HttpRequest) -> list[str]:
+def _namespaces(request: AuthenticatedHttpRequest) -> list[str]:
     return list(_owned(request).order_by("namespace").values_list("namespace", flat=True).distinct())
 
 
@@ -77,7 +78,7 @@ def chunk_url(chunk_id: uuid.UUID | str, document_id: uuid.UUID | str, ordinal: 
 # --- the library ---------------------------------------------------------------------------------------------
 
 
-def _library(request: HttpRequest, namespaces: list[str]) -> dict:
+def _library(request: AuthenticatedHttpRequest, namespaces: list[str]) -> dict:
     """The context of the document table for the filters in request.GET."""
     form = LibraryFilterForm(request.GET, namespaces=namespaces)
     form.is_valid()
@@ -116,7 +117,7 @@ def _upload_context(namespaces: list[str]) -> dict:
 
 @login_required
 @require_GET
-def library(request: HttpRequest) -> HttpResponse:
+def library(request: AuthenticatedHttpRequest) -> HttpResponse:
     namespaces = _namespaces(request)
     context = _library(request, namespaces)
     if request.htmx.target == "document-table":
@@ -143,7 +144,7 @@ class UploadOutcome:
         return self.status == 201
 
 
-def _accept(request: HttpRequest, file: UploadedFile, data: dict) -> UploadOutcome:
+def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -> UploadOutcome:
     name = safe_filename(file.name or "document")
     try:
         accepted = services.document_create(
@@ -161,7 +162,7 @@ def _accept(request: HttpRequest, file: UploadedFile, data: dict) -> UploadOutco
 
 @login_required
 @require_POST
-def document_upload(request: HttpRequest) -> HttpResponse:
+def document_upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Each file goes through the service on its own: one refused file does not stop the others.
 
     200 when at least one file was accepted (new or already there); 422 for an invalid form, and when every
@@ -192,7 +193,9 @@ def document_upload(request: HttpRequest) -> HttpResponse:
     return render(request, LIBRARY_TEMPLATE, _library(request, namespaces) | context, status=status)
 
 
-def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **extra) -> HttpResponse:
+def _render_row(
+    request: AuthenticatedHttpRequest, pk: uuid.UUID, *, status: int = 200, **extra
+) -> HttpResponse:
     document = get_object_or_404(_owned(request).defer("markdown").with_chunk_count(), pk=pk)
     context = {"document": document, "active_states": services.ACTIVE_STATES, **extra}
     return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
@@ -200,12 +203,14 @@ def _render_row(request: HttpRequest, pk: uuid.UUID, *, status: int = 200, **ext
 
 @login_required
 @require_GET
-def document_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """One table row: what an ingesting row polls every second."""
     return _render_row(request, pk)
 
 
-def _change_state(request: HttpRequest, pk: uuid.UUID, action: Callable[[Document], object], done: str):
+def _change_state(
+    request: AuthenticatedHttpRequest, pk: uuid.UUID, action: Callable[[Document], object], done: str
+):
     document = _document(request, pk)
     try:
         action(document)
@@ -224,7 +229,7 @@ def _change_state(request: HttpRequest, pk: uuid.UUID, action: Callable[[Documen
 
 @login_required
 @require_POST
-def document_retry(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _change_state(
         request,
         pk,
@@ -235,7 +240,7 @@ def document_retry(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def document_cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _change_state(
         request, pk, lambda document: services.document_cancel(document=document), "Ingestion cancelled."
     )
@@ -243,7 +248,7 @@ def document_cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def document_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     document = _document(request, pk)
     services.document_delete(document=document)
     if from_row(request, f"document-{pk}"):
@@ -269,7 +274,7 @@ def _preview(markdown: str) -> str:
 
 @login_required
 @require_GET
-def document_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     # Only the preview's worth of the Markdown leaves the database: a document's Markdown can be megabytes.
     document = get_object_or_404(
         _owned(request)
@@ -302,7 +307,7 @@ def document_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_GET
-def document_download(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def document_download(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
     """The original uploaded file, under the name it was uploaded with; only its owner's session gets it."""
     document = get_object_or_404(_owned(request).defer("markdown"), pk=pk)
     if not document.file:
@@ -334,14 +339,14 @@ def linked_answer(text: str, count: int) -> SafeString:
     return mark_safe(_CITATION.sub(link, escape(text)))  # noqa: S308 - escaped first; only our links are added
 
 
-def _retrieval(request: HttpRequest, *, asking: bool) -> HttpResponse:
+def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpResponse:
     try:
         return _retrieval_page(request, asking=asking)
     except ClientGone:  # nobody reads the page; 499 tells the access log why it stopped
         return HttpResponse(status=499)
 
 
-def _retrieval_page(request: HttpRequest, *, asking: bool) -> HttpResponse:
+def _retrieval_page(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpResponse:
     form = SearchForm(request.GET or None, namespaces=_namespaces(request))
     context: dict = {
         "form": form,
@@ -365,7 +370,8 @@ def _retrieval_page(request: HttpRequest, *, asking: bool) -> HttpResponse:
         else:
             result = search_chunks(user=request.user, query=query, **arguments)
             for hit in result.hits:
-                hit.url = chunk_url(hit.chunk.pk, hit.chunk.document_id, hit.chunk.ordinal)
+                # Only this page links a hit to its passage, so the link rides on the hit to the template.
+                cast(Any, hit).url = chunk_url(hit.chunk.pk, hit.chunk.document_id, hit.chunk.ordinal)
             context["result"] = result
     elif form.is_bound:
         status = 422
@@ -379,13 +385,13 @@ def _retrieval_page(request: HttpRequest, *, asking: bool) -> HttpResponse:
 
 @login_required
 @require_GET
-def knowledge_search(request: HttpRequest) -> HttpResponse:
+def knowledge_search(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Hybrid search with each hit's dense, lexical and fused scores."""
     return _retrieval(request, asking=False)
 
 
 @login_required
 @require_GET
-def knowledge_ask(request: HttpRequest) -> HttpResponse:
+def knowledge_ask(request: AuthenticatedHttpRequest) -> HttpResponse:
     """knowledge.search.ask: an answer with numbered citations (the passages only, without an LLM)."""
     return _retrieval(request, asking=True)

@@ -110,8 +110,15 @@ class ProposalAdmin(admin.ModelAdmin):
 class ChatMessageInline(admin.TabularInline):
     model = ChatMessage
     extra = 0
-    fields = ["role", "content", "prompt_tokens", "completion_tokens", "latency_ms", "error", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "role",
+        "content",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_ms",
+        "error",
+        "created_at",
+    )
 
 
 @admin.register(AgentSession)

@@ -1,6 +1,6 @@
 """Memories, sessions and the memory tool over the JSON API. Every query starts from the key's owner."""
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from django.conf import settings
@@ -12,7 +12,7 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
-from core.auth import API_AUTH, WRITE_AUTH, require_write
+from core.auth import API_AUTH, WRITE_AUTH, ApiRequest, require_write
 from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
 from core.tooling import ToolOut
@@ -55,7 +55,7 @@ router.add_router("/", graph_router, tags=["graph"])
 
 
 def _owner(request: HttpRequest):
-    return request.auth.user
+    return cast(ApiRequest, request).auth.user
 
 
 def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSession | None:
@@ -93,7 +93,9 @@ def create_memory(request: HttpRequest, payload: MemoryIn):
     written = services.memory_write(
         user=_owner(request), session=session, via=EditVia.API, api_key=api_key, **data
     )
-    written.memory.write = _written(written)  # an annotation for WrittenMemoryOut, as a queryset's would be
+    cast(Any, written.memory).write = _written(
+        written
+    )  # an annotation for WrittenMemoryOut, as a queryset's would be
     return Status(201 if written.stored else 200, written.memory)
 
 
@@ -143,6 +145,7 @@ def create_perceptual_memory(
     without a description the file name is used. Only the text is embedded: no image or audio model runs here."""
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
+    assert file.size is not None  # Django's upload handlers always count it
     if file.size == 0:
         raise HttpError(422, "the file is empty")
     if file.size > limit:
@@ -173,10 +176,11 @@ def create_perceptual_memory(
 )
 def get_memory_file(request: HttpRequest, memory_id: UUID):
     """With an API key, or from the owner's logged-in browser session (a link on a page works)."""
-    owner = request.auth.user if hasattr(request.auth, "user") else request.auth
+    owner = request.auth.user if hasattr(request.auth, "user") else request.auth  # type: ignore[attr-defined]  # an ApiKey, or django_auth's User
     memory = get_object_or_404(Memory, pk=memory_id, user=owner)
     if not memory.file:
         raise HttpError(404, "this memory has no file")
+    assert memory.file.name  # a FieldFile is true when it has a name
     return FileResponse(
         memory.file.open("rb"),
         as_attachment=True,
@@ -272,7 +276,7 @@ def search(request: HttpRequest, payload: SearchIn):
         memories=[(hit.memory, hit.score) for hit in result.hits],
         query=payload.query,
         via=EditVia.API,
-        api_key=request.auth,
+        api_key=cast(ApiRequest, request).auth,
         session=session,
     )
     results = [
@@ -282,7 +286,7 @@ def search(request: HttpRequest, payload: SearchIn):
             memory_type=hit.memory.memory_type,
             importance=hit.memory.importance,
             created_at=hit.memory.created_at,
-            session_id=hit.memory.session.key if hit.memory.session_id else None,
+            session_id=hit.memory.session.key if hit.memory.session else None,
             superseded_by=hit.memory.superseded_by_id,
             score=hit.score,
             scores=hit.scores,
@@ -366,9 +370,9 @@ def consolidate(request: HttpRequest, payload: ConsolidateIn):
 
 @router.get("/memories/summary", response=ToolOut, summary="Counts per type and the most important memories")
 def summary(request: HttpRequest, limit: int = Query(10, ge=1, le=100)):
-    reply = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth).execute(
-        {"action": "summary", "limit": limit}
-    )
+    reply = MemoryTool(
+        user_id=_owner(request).get_username(), api_key=cast(ApiRequest, request).auth
+    ).execute({"action": "summary", "limit": limit})
     return reply.__dict__
 
 
@@ -399,7 +403,9 @@ def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     parameters = payload
     if parameters.get("action") in MemoryTool.write_actions:
         require_write(request)
-    tool = MemoryTool(user_id=_owner(request).get_username(), api_key=request.auth, session_id="api")
+    tool = MemoryTool(
+        user_id=_owner(request).get_username(), api_key=cast(ApiRequest, request).auth, session_id="api"
+    )
     return tool.execute(parameters).__dict__
 
 

@@ -10,10 +10,11 @@ import uuid
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.pages import AuthenticatedHttpRequest
 from memories import curation, services
 from memories.forms import MemoryAddForm, MemoryPageEditForm
 from memories.models import AgentSession, EditVia, Memory, MemoryEdit
@@ -35,17 +36,17 @@ def image_type(head: bytes) -> str | None:
     return next((kind for magic, kind in IMAGE_SIGNATURES.items() if head.startswith(magic)), None)
 
 
-def _memory(request: HttpRequest, pk: uuid.UUID) -> Memory:
+def _memory(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Memory:
     return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
 
 
-def _session_keys(request: HttpRequest) -> list[str]:
+def _session_keys(request: AuthenticatedHttpRequest) -> list[str]:
     return list(
         AgentSession.objects.for_user(request.user).order_by("-started_at").values_list("key", flat=True)[:50]
     )
 
 
-def _session(request: HttpRequest, key: str) -> AgentSession | None:
+def _session(request: AuthenticatedHttpRequest, key: str) -> AgentSession | None:
     return services.session_for_key(user=request.user, key=key) if key else None
 
 
@@ -59,7 +60,7 @@ ADDED = {
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def memory_add(request: HttpRequest) -> HttpResponse:
+def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = MemoryAddForm(request.POST or None, request.FILES or None)
     if form.is_valid():
         fields = form.memory_fields()
@@ -85,7 +86,7 @@ def memory_add(request: HttpRequest) -> HttpResponse:
     return render(request, "memories/memory_add.html", context, status=status)
 
 
-def memory_edit_page(request: HttpRequest, memory: Memory) -> HttpResponse:
+def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpResponse:
     """The edit page (memories.views.memory_edit hands over when the request is not htmx): every field."""
     form = MemoryPageEditForm(request.POST if request.method == "POST" else None, memory=memory)
     if form.is_valid():
@@ -110,7 +111,7 @@ def memory_edit_page(request: HttpRequest, memory: Memory) -> HttpResponse:
 
 @login_required
 @require_POST
-def memory_restore_version(request: HttpRequest, pk: uuid.UUID, edit_pk: int) -> HttpResponse:
+def memory_restore_version(request: AuthenticatedHttpRequest, pk: uuid.UUID, edit_pk: int) -> HttpResponse:
     memory = _memory(request, pk)
     edit = get_object_or_404(MemoryEdit, pk=edit_pk, memory=memory)
     try:
@@ -133,10 +134,11 @@ def _open(memory: Memory):
 
 @login_required
 @require_GET
-def memory_file(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_file(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
     """Download a perceptual memory's file under its original name."""
     memory = _memory(request, pk)
     handle = _open(memory)
+    assert memory.file.name is not None  # _open opened it
     name = memory.metadata.get("filename") or memory.file.name.rsplit("/", 1)[-1]
     response = FileResponse(handle, as_attachment=True, filename=name)
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
@@ -145,7 +147,7 @@ def memory_file(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_GET
-def memory_image(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_image(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
     """The file shown inline on the detail page, only when its bytes are a PNG, JPEG, GIF or WebP image."""
     memory = _memory(request, pk)
     handle = _open(memory)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core import serializers
 from django.db import transaction
 from django.utils import timezone
@@ -123,7 +123,7 @@ def _loaded(name: str, value: Any) -> Any:
 
 @transaction.atomic
 def memories_set_fields(
-    *, user: AbstractBaseUser, values: dict[Any, dict[str, Any]], editor: AbstractBaseUser | None, via: str
+    *, user: User, values: dict[Any, dict[str, Any]], editor: User | None, via: str
 ) -> dict[str, dict[str, Any]]:
     """Set archived_at, importance or tags per memory ({pk: {field: value}}) of `user`'s memories; record an
     edit for each changed memory; mirror them once. Returns the old values of what changed, as JSON."""
@@ -155,7 +155,7 @@ def memories_set_fields(
 
 
 def memories_set_type(
-    *, user: AbstractBaseUser, memory_types: dict[Any, str], editor: AbstractBaseUser | None, via: str
+    *, user: User, memory_types: dict[Any, str], editor: User | None, via: str
 ) -> dict[str, str]:
     """Change each memory's type through memory_update, which also resets the working-memory TTL, re-indexes
     facts and re-links entities. Returns the old type of each changed memory."""
@@ -169,7 +169,7 @@ def memories_set_type(
     return before
 
 
-def _snapshot(user: AbstractBaseUser, ids: list[Any]) -> list[dict]:
+def _snapshot(user: User, ids: list[Any]) -> list[dict]:
     """The rows as JSON-ready dicts. Not the "json" serializer: it cuts datetimes to milliseconds, and the
     browser's keyset pages order by created_at to the microsecond."""
     memories = list(Memory.objects.filter(user=user, pk__in=ids))
@@ -181,9 +181,7 @@ def _snapshot(user: AbstractBaseUser, ids: list[Any]) -> list[dict]:
 
 
 @transaction.atomic
-def memories_undelete(
-    *, user: AbstractBaseUser, snapshot: list[dict], editor: AbstractBaseUser | None
-) -> int:
+def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) -> int:
     """Put deleted memories back from a `_snapshot` with their ids, content and edit history; entities are
     linked again by extraction, facts re-indexed, and the vectors mirrored. Rows whose id exists again are left
     alone; links to sessions, messages, documents or memories deleted since are dropped."""
@@ -261,7 +259,7 @@ def _done(action: str, value: Any) -> str:
 
 
 def bulk_apply(
-    *, user: AbstractBaseUser, memory_ids: list[Any], action: str, value: Any, editor: AbstractBaseUser | None
+    *, user: User, memory_ids: list[Any], action: str, value: Any, editor: User | None
 ) -> tuple[int, Undo]:
     """Run one checked action (see parse_value) over `user`'s memories among `memory_ids`."""
     if not memory_ids:
@@ -278,17 +276,17 @@ def bulk_apply(
         count = services.memories_delete(user=user, memory_ids=memory_ids)
         return count, Undo("delete", f"{done} {_plural(count)}", snapshot)
     if action == "set_type":
-        before = memories_set_type(
+        before_types = memories_set_type(
             user=user, memory_types={pk: value for pk in memory_ids}, editor=editor, via=EditVia.PAGE
         )
-        return len(before), Undo("types", f"{done}: {_plural(len(before))}", before)
+        return len(before_types), Undo("types", f"{done}: {_plural(len(before_types))}", before_types)
     now = timezone.now()
     values = {memory.pk: _new_values(memory, action, value, now) for memory in memories}
     before = memories_set_fields(user=user, values=values, editor=editor, via=EditVia.PAGE)
     return len(before), Undo("fields", f"{done} {_plural(len(before))}", before)
 
 
-def bulk_undo(*, user: AbstractBaseUser, undo: Undo, editor: AbstractBaseUser | None) -> int:
+def bulk_undo(*, user: User, undo: Undo, editor: User | None) -> int:
     """Put back what one bulk action changed, through the same services (so the undo is itself recorded)."""
     if undo.kind == "delete":
         return memories_undelete(user=user, snapshot=undo.data, editor=editor)

@@ -7,10 +7,10 @@ the session under UNDO_KEY; the table shows an Undo button while it is there.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.forms import Form
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
+from core.pages import AuthenticatedHttpRequest
 from memories import bulk
 from memories.forms import MemoryFilterForm, day_bounds
 from memories.models import AgentSession
@@ -21,10 +21,10 @@ VALUE_FIELDS = {"set_type": "type_value", "set_importance": "importance_value", 
 VALUE_FIELDS["remove_tags"] = "tags_value"
 
 
-def _all_matching(request: HttpRequest) -> list:
+def _all_matching(request: AuthenticatedHttpRequest) -> list:
     """The ids of every memory the list's filter (the query string) matches; a search matches its hits only,
     which the page holds, so "all" then means the ticked rows."""
-    form: Form = MemoryFilterForm(request.GET)
+    form = MemoryFilterForm(request.GET)
     form.is_valid()
     filters = form.filters
     if "q" in filters:
@@ -41,7 +41,7 @@ def _all_matching(request: HttpRequest) -> list:
 
 
 def _respond(
-    request: HttpRequest, notice: str, *, status: int = 200, keep: list | None = None
+    request: AuthenticatedHttpRequest, notice: str, *, status: int = 200, keep: list | None = None
 ) -> HttpResponse:
     if request.htmx:
         context = _browse(request, notice=notice)
@@ -55,7 +55,7 @@ def _respond(
 
 @login_required
 @require_POST
-def memories_bulk(request: HttpRequest) -> HttpResponse:
+def memories_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     ticked = ticked_ids(request)
     try:
@@ -75,7 +75,7 @@ def memories_bulk(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def memories_bulk_undo(request: HttpRequest) -> HttpResponse:
+def memories_bulk_undo(request: AuthenticatedHttpRequest) -> HttpResponse:
     undo = bulk.Undo.from_json(request.session.pop(UNDO_KEY, None))
     if undo is None:
         return _respond(request, "There is no bulk action to undo.", status=422)

@@ -9,7 +9,7 @@ approved proposal can be undone. A merged memory is archived, not deleted; a sup
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ class Draft:
     reason: str
 
 
-def propose(user: AbstractBaseUser) -> list[Draft]:
+def propose(user: User) -> list[Draft]:
     memories = list(Memory.objects.current().filter(user=user).order_by("created_at", "pk"))
     curator = curation.Curator(user, against_store=False)
     curator.prepare(memories)
@@ -40,6 +40,7 @@ def propose(user: AbstractBaseUser) -> list[Draft]:
     for memory in memories:
         decision = curator.decide(memory)
         if decision.action in (curation.DUPLICATE, curation.MERGE):
+            assert decision.existing is not None  # a duplicate or merge names the memory it repeats
             drafts.append(Draft(ProposalAction.MERGE, memory, decision.existing, decision.reason))
             continue  # folded into the earlier one: later memories compare with that one
         for older in decision.superseded:
@@ -49,13 +50,14 @@ def propose(user: AbstractBaseUser) -> list[Draft]:
     return drafts
 
 
-def propose_for(user: AbstractBaseUser, memories: list[Memory]) -> list[Draft]:
+def propose_for(user: User, memories: list[Memory]) -> list[Draft]:
     """Proposals for memories already stored (say, just consolidated) against the rest of the store."""
     curator = curation.Curator(user)
     drafts = []
     for memory in memories:
         decision = curator.decide(memory)
         if decision.action in (curation.DUPLICATE, curation.MERGE):
+            assert decision.existing is not None  # a duplicate or merge names the memory it repeats
             drafts.append(Draft(ProposalAction.MERGE, memory, decision.existing, decision.reason))
         drafts += [Draft(ProposalAction.SUPERSEDE, o, memory, decision.reason) for o in decision.superseded]
         if decision.superseded_by is not None:
@@ -64,7 +66,7 @@ def propose_for(user: AbstractBaseUser, memories: list[Memory]) -> list[Draft]:
 
 
 @transaction.atomic
-def queue(user: AbstractBaseUser, drafts: list[Draft]) -> list[Proposal]:
+def queue(user: User, drafts: list[Draft]) -> list[Proposal]:
     """Store the drafts as pending proposals, skipping pairs already pending or rejected (asked once is enough)."""
     statuses = [ProposalStatus.PENDING, ProposalStatus.REJECTED]
     pending = set(

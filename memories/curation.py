@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from pydantic import BaseModel, Field, ValidationError
 
 from core import stores
@@ -82,7 +82,7 @@ class Decision:
 class Curator:
     """Decisions for one write call; a bulk call also checks each item against the items before it."""
 
-    user: AbstractBaseUser
+    user: User
     enabled: bool = True
     llm: LLMClient | None = None  # decides steps 2 and 3 when set
     # False: compare with the batch only, not with the stored memories (cleaning a store: memories.cleaning)
@@ -153,6 +153,7 @@ class Curator:
             return Decision(ADD, reason="the model was not asked: the user has no current fact yet")
         shown = list(candidates.values())
         listing = "\n".join(f"{i}. {m.content}" for i, m in enumerate(shown))
+        assert self.llm is not None  # decide() asks the model only when there is one
         reply = self.llm.ask(
             DECISION_PROMPT, f"Current memories:\n{listing}\n\nNew memory: {memory.content}", temperature=0.0
         )
@@ -282,9 +283,9 @@ class Curator:
         if self._accepted_rows:
             by_script = {other: embedding_set.pair_weights(cjk, other) for other in (False, True)}
             total = np.zeros(len(self._row_cjk), dtype=np.float32)
-            for name, rows in self._rows.items():
-                weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
-                total += weights * (rows @ vectors[name])
+            for name, matrix in self._rows.items():
+                row_weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
+                total += row_weights * (matrix @ vectors[name])
             similar += [(m, float(total[row])) for row, m in self._accepted_rows if m.superseded_by is None]
         by_id: dict[str, dict[str, float]] = {}
         cjk_by_id: dict[str, bool] = {}

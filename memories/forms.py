@@ -2,6 +2,7 @@
 
 import json
 from datetime import date, datetime, time, timedelta
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -47,8 +48,9 @@ class MemoryFilterForm(forms.Form):
     date_to = forms.DateField(label="to", required=False, widget=forms.DateInput(attrs={"type": "date"}))
     archived = forms.BooleanField(label="Archived only", required=False)
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
         low, high = cleaned.get("min_importance"), cleaned.get("max_importance")
         if low is not None and high is not None and low > high:
             self.add_error("max_importance", "The upper importance bound is below the lower one.")
@@ -175,10 +177,12 @@ class MemoryFieldsForm(forms.Form):
             return {}
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"Metadata is not valid JSON ({exc.msg} at line {exc.lineno})."
             ) from exc
+        except ValueError as exc:  # not a syntax error: a number past Python's 4,300-digit limit
+            raise forms.ValidationError(f"Metadata is not valid JSON ({exc}).") from exc
         if not isinstance(value, dict):
             raise forms.ValidationError('Metadata must be a JSON object, like {"source": "notes"}.')
         return value
@@ -200,8 +204,9 @@ class MemoryAddForm(MemoryFieldsForm):
         help_text="Perceptual memories: an image, audio or video file, or any other.",
     )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
         memory_type, upload = cleaned.get("memory_type"), cleaned.get("file")
         if upload is not None and memory_type != MemoryType.PERCEPTUAL:
             self.add_error(
@@ -259,7 +264,7 @@ class MemoryPageEditForm(MemoryFieldsForm):
                 "memory_type": memory.memory_type,
                 "content": memory.content,
                 "importance": memory.importance,
-                "session": memory.session.key if memory.session_id else "",
+                "session": memory.session.key if memory.session else "",
                 "tags": ", ".join(memory.tags),
                 # Minutes, as the browser's picker sends them back: seconds would count as a change on every save.
                 "expires_at": expires_at.replace(second=0, microsecond=0) if expires_at else None,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.utils.dateparse import parse_datetime
 
@@ -105,7 +105,7 @@ def restorable(edit: MemoryEdit) -> bool:
 
 
 def most_and_least_retrieved(
-    user: AbstractBaseUser, limit: int = DASHBOARD_RETRIEVED
+    user: User, limit: int = DASHBOARD_RETRIEVED
 ) -> tuple[list[Memory], list[Memory]]:
     """The current memories searches returned most often, and those returned least (never, first; the oldest
     of equals first, as they have had the longest to be found). Each list is one walk of the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import QuerySet
 from django.http import QueryDict
@@ -81,4 +81,4 @@ def attach_entities(memories: Sequence[Memory]) -> None:
     for link in links:
         by_memory[link.memory_id].append(link.entity)
     for memory in memories:
-        memory.linked_entities = by_memory[memory.pk][:ENTITIES_PER_ROW]
+        cast(Any, memory).linked_entities = by_memory[memory.pk][:ENTITIES_PER_ROW]

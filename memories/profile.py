@@ -8,8 +8,9 @@ Superseded, archived and expired memories are never part of it.
 """
 
 from dataclasses import dataclass, field
+from uuid import UUID
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from memories.facts import SELF
 from memories.models import Fact, Memory, MemoryType
@@ -68,12 +69,12 @@ def _group(key: str) -> str:
     return _ATTRIBUTE_GROUPS.get(attribute, "other")
 
 
-def user_profile(user: AbstractBaseUser, per_group: int = PER_GROUP) -> Profile:
+def user_profile(user: User, per_group: int = PER_GROUP) -> Profile:
     current = Memory.objects.current().filter(user=user)
     facts = current.filter(memory_type=MemoryType.SEMANTIC).order_by(
         "-importance", "-seen_count", "-created_at"
     )
-    kinds: dict[str, str] = {}
+    kinds: dict[UUID, str] = {}
     for memory_id, key in Fact.objects.filter(user=user, memory__in=facts).values_list("memory_id", "key"):
         group = _group(key)
         # A memory stating facts of several kinds goes to the first group in GROUPS order.

@@ -11,20 +11,20 @@ from core.limits import (
     MAX_QUERY_CHARS,
     MAX_SHORT_TEXT_CHARS,
 )
-from core.schemas import BodySchema, Flag, FormFlag, Metadata, Number, Timestamp, Whole, clean_text
+from core.schemas import BodySchema, Flag, FormFlag, Metadata, Number, Timestamp, Whole, text_rules
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
 from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
 
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
-Content = clean_text(MAX_CONTENT_CHARS, min_chars=1)
-ShortText = clean_text(MAX_SHORT_TEXT_CHARS)
-Name = clean_text(MAX_NAME_CHARS)
+Content = Annotated[str, *text_rules(MAX_CONTENT_CHARS, min_chars=1)]
+ShortText = Annotated[str, *text_rules(MAX_SHORT_TEXT_CHARS)]
+Name = Annotated[str, *text_rules(MAX_NAME_CHARS)]
 # A perceptual memory's description, sent as a form field beside its file.
-Description = clean_text(MAX_CONTENT_CHARS)
+Description = Annotated[str, *text_rules(MAX_CONTENT_CHARS)]
 ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
-SessionKey = clean_text(MAX_NAME_CHARS, min_chars=1)
+SessionKey = Annotated[str, *text_rules(MAX_NAME_CHARS, min_chars=1)]
 Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
 
@@ -118,7 +118,7 @@ class MemoryOut(Schema):
 
     @staticmethod
     def resolve_session_id(memory: Memory) -> str | None:
-        return memory.session.key if memory.session_id else None
+        return memory.session.key if memory.session else None
 
 
 class WrittenMemoryOut(MemoryOut):
@@ -126,7 +126,7 @@ class WrittenMemoryOut(MemoryOut):
 
 
 class SearchIn(BodySchema):
-    query: clean_text(MAX_QUERY_CHARS)
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS)]
     limit: Whole = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
     min_importance: Importance = 0.0
@@ -309,4 +309,4 @@ class MemoryFilter(Schema):
     superseded: FormFlag | None = Field(
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
-    q: clean_text(MAX_QUERY_CHARS) | None = None
+    q: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None

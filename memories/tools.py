@@ -22,7 +22,7 @@ from memories import services
 from memories.models import AgentSession, EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
-TYPE_LABELS = {
+TYPE_LABELS: dict[str, str] = {
     MemoryType.WORKING: "工作记忆",
     MemoryType.EPISODIC: "情景记忆",
     MemoryType.SEMANTIC: "语义记忆",
@@ -328,7 +328,7 @@ def _memory_data(memory: Memory) -> dict[str, Any]:
         "memory_type": memory.memory_type,
         "importance": memory.importance,
         "created_at": memory.created_at.isoformat(),
-        "session_id": memory.session.key if memory.session_id else None,
+        "session_id": memory.session.key if memory.session else None,
         "superseded_by": str(memory.superseded_by_id) if memory.superseded_by_id else None,
     }
 

@@ -8,22 +8,24 @@ import difflib
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
-from core.pages import from_row, navigate, next_url
+from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
 from memories import authoring_views, bulk, cleaning, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
@@ -98,8 +100,8 @@ def keyset_page(
         rows = list(memories.filter(after.newer()).order_by("created_at", "id")[: size + 1])
         if len(rows) > size:
             rows = rows[:size][::-1]
-            older = memories.filter(Cursor.of(rows[-1]).older()).exists()
-            return KeysetPage(rows, Cursor.of(rows[-1]) if older else None, Cursor.of(rows[0]), size=size)
+            has_older = memories.filter(Cursor.of(rows[-1]).older()).exists()
+            return KeysetPage(rows, Cursor.of(rows[-1]) if has_older else None, Cursor.of(rows[0]), size=size)
         before = None  # back at the newest rows: show a full first page rather than a short one
     newest_first = memories.order_by("-created_at", "-id")
     if before is not None:
@@ -117,13 +119,13 @@ def keyset_page(
 # --- the browser -------------------------------------------------------------------------------------------
 
 
-def _browse(request: HttpRequest, *, notice: str = "") -> dict:
+def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
     """The context of the memory table for the filters in request.GET."""
     form = MemoryFilterForm(request.GET)
     form.is_valid()
     filters = form.filters
     user = request.user
-    context = {
+    context: dict[str, Any] = {
         "form": form,
         "filters": filters,
         "types": MemoryType.choices,
@@ -182,7 +184,7 @@ def filtered_memories(user, filters: dict, *, session: AgentSession | None, star
     )
 
 
-def _render_table(request: HttpRequest, context: dict) -> HttpResponse:
+def _render_table(request: AuthenticatedHttpRequest, context: dict) -> HttpResponse:
     response = render(request, f"{LIST_TEMPLATE}#memory-table", context)
     if request.method == "GET":
         # Push the URL without the empty fields a submitted form sends along.
@@ -193,7 +195,7 @@ def _render_table(request: HttpRequest, context: dict) -> HttpResponse:
 
 @login_required
 @require_GET
-def memory_list(request: HttpRequest) -> HttpResponse:
+def memory_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = _browse(request)
     if context.get("hits"):  # a curator's search is a retrieval too, shown on the memory's page as "page"
         services.record_access(
@@ -208,13 +210,13 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     return render(request, LIST_TEMPLATE, context)
 
 
-def _back_to_list(request: HttpRequest) -> HttpResponseRedirect:
+def _back_to_list(request: AuthenticatedHttpRequest) -> HttpResponseRedirect:
     # The browser's filters travel in the action's query string; keep them for the page we return to.
     query = clean_query(request.GET).urlencode()
     return redirect(f"{reverse('memory_list')}?{query}" if query else reverse("memory_list"))
 
 
-def ticked_ids(request: HttpRequest) -> list[uuid.UUID]:
+def ticked_ids(request: AuthenticatedHttpRequest) -> list[uuid.UUID]:
     """The memory ids a list form posts as `ids`; a malformed one is skipped."""
     ids = []
     for value in request.POST.getlist("ids"):
@@ -227,7 +229,7 @@ def ticked_ids(request: HttpRequest) -> list[uuid.UUID]:
 
 @login_required
 @require_POST
-def memories_bulk_delete(request: HttpRequest) -> HttpResponse:
+def memories_bulk_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
     ids = ticked_ids(request)
     if ids:
         deleted = services.memories_delete(user=request.user, memory_ids=ids)
@@ -242,14 +244,14 @@ def memories_bulk_delete(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def memories_forget(request: HttpRequest) -> HttpResponse:
+def memories_forget(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = ForgetForm(request.POST)
     if form.is_valid():
         forgotten = services.memories_forget(user=request.user, **form.cleaned_data)
         notice = f"Forgot {forgotten} {'memory' if forgotten == 1 else 'memories'} ({form.cleaned_data['strategy'].replace('_', ' ')})."
     else:
         errors = "; ".join(
-            f"{form[name].label if name in form.fields else 'Form'}: {' '.join(errs)}"
+            f"{form[name].label if name in form.fields else 'Form'}: {' '.join(map(str, errs))}"
             for name, errs in form.errors.items()
         )
         notice = f"Nothing was forgotten. {errors}"
@@ -265,13 +267,13 @@ def memories_forget(request: HttpRequest) -> HttpResponse:
 # --- one memory: row, inline edit, archive, delete, detail ----------------------------------------------------
 
 
-def _memory(request: HttpRequest, pk: uuid.UUID) -> Memory:
+def _memory(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Memory:
     return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
 
 
 @login_required
 @require_GET
-def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """One table row; "Cancel" in the inline form swaps this back in."""
     memory = _memory(request, pk)
     listing.attach_entities([memory])
@@ -280,7 +282,7 @@ def memory_row(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def memory_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Inline in the browser's row with htmx; a page of its own, with every field, without JS (and from the
     detail page): memories.authoring_views.memory_edit_page."""
     memory = _memory(request, pk)
@@ -302,7 +304,7 @@ def memory_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     )
 
 
-def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> HttpResponse:
+def _set_archived(request: AuthenticatedHttpRequest, pk: uuid.UUID, *, archived: bool) -> HttpResponse:
     memory = services.memory_archive(
         memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user, archived=archived
     )
@@ -315,19 +317,19 @@ def _set_archived(request: HttpRequest, pk: uuid.UUID, *, archived: bool) -> Htt
 
 @login_required
 @require_POST
-def memory_archive(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_archive(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _set_archived(request, pk, archived=True)
 
 
 @login_required
 @require_POST
-def memory_restore(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_restore(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _set_archived(request, pk, archived=False)
 
 
 @login_required
 @require_POST
-def memory_reinstate(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Make a superseded fact current again."""
     memory = services.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
     messages.success(request, "The fact is current again.")
@@ -336,7 +338,7 @@ def memory_reinstate(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def memory_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
     services.memories_delete(user=request.user, memory_ids=[memory.pk])
     if from_row(request, f"memory-{memory.pk}"):
@@ -367,7 +369,7 @@ def _shown(value: object) -> str:
 
 @login_required
 @require_GET
-def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
     context = {
         "memory": memory,
@@ -390,7 +392,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_GET
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     sessions = AgentSession.objects.for_user(request.user).order_by("-started_at", "key")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     # Count memories for this page's sessions only, with one grouped query on the (user, session) index.
@@ -411,7 +413,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def session_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def session_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     session = get_object_or_404(AgentSession.objects.for_user(request.user), pk=pk)
     memories = list(
         Memory.objects.for_user(request.user)
@@ -454,28 +456,33 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
 
 @login_required
 @require_GET
-def review(request: HttpRequest) -> HttpResponse:
+def review(request: AuthenticatedHttpRequest) -> HttpResponse:
     proposals = Proposal.objects.filter(user=request.user).select_related("memory", "target")
     pending = list(proposals.filter(status=ProposalStatus.PENDING)[:200])
     for proposal in pending:
-        proposal.diff = word_diff(proposal.memory.content, proposal.target.content)
+        # Only this page shows a diff, so it rides on the proposal to the template rather than on the model.
+        cast(Any, proposal).diff = word_diff(proposal.memory.content, proposal.target.content)
     decided = proposals.exclude(status=ProposalStatus.PENDING).order_by("-decided_at")[:20]
     return render(request, "memories/review.html", {"pending": pending, "decided": decided})
 
 
 @login_required
 @require_POST
-def review_find(request: HttpRequest) -> HttpResponse:
+def review_find(request: AuthenticatedHttpRequest) -> HttpResponse:
     drafts = cleaning.propose(request.user)
     queued = cleaning.queue(request.user, drafts)
     messages.success(request, f"{len(drafts)} proposal(s) found, {len(queued)} new in the queue.")
     return redirect("memory_review")
 
 
-DECISIONS = {"approve": cleaning.approve, "reject": cleaning.reject, "undo": cleaning.undo}
+DECISIONS: dict[str, Callable[..., Proposal]] = {
+    "approve": cleaning.approve,
+    "reject": cleaning.reject,
+    "undo": cleaning.undo,
+}
 
 
-def _decide(request: HttpRequest, proposal: Proposal, decision: str) -> bool:
+def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str) -> bool:
     try:
         if decision == "reject":
             cleaning.reject(proposal)
@@ -489,7 +496,7 @@ def _decide(request: HttpRequest, proposal: Proposal, decision: str) -> bool:
 
 @login_required
 @require_POST
-def review_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+def review_decide(request: AuthenticatedHttpRequest, pk: int, decision: str) -> HttpResponse:
     if decision not in DECISIONS:
         raise Http404("No such decision.")
     proposal = get_object_or_404(Proposal, pk=pk, user=request.user)
@@ -500,7 +507,7 @@ def review_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def review_bulk(request: HttpRequest) -> HttpResponse:
+def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
     decision = request.POST.get("decision")
     ids = [value for value in request.POST.getlist("ids") if value.isdigit()]
     if decision not in ("approve", "reject") or not ids:

@@ -395,14 +395,14 @@ def _converter():
     return markitdown
 
 
-def _cause(exc: Exception) -> BaseException:
+def _cause(exc: BaseException) -> BaseException:
     attempts = getattr(exc, "attempts", None)
     if attempts:  # MarkItDown's FileConversionException wraps what the converter raised
         return attempts[-1].exc_info[1] or exc
     return exc
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: BaseException) -> str:
     exc = _cause(exc)
     kind = type(exc).__name__
     if "Password" in kind or "Encrypt" in kind:

@@ -1,33 +1,38 @@
 """Entities and relations over the JSON API, always scoped to the key's owner."""
 
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Literal, cast
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
-from core.auth import WRITE_AUTH
+from core.auth import WRITE_AUTH, ApiRequest
 from core.limits import MAX_QUERY_CHARS
 from core.pagination import BoundedLimitOffset
-from core.schemas import clean_text
+from core.schemas import text_rules
 from memories.graph import service
 from memories.models import EditVia, Entity, EntityType, Relation
 from memories.schemas import EntityDetailOut, EntityOut, MergeIn, NeighborhoodOut, RelationOut
 
 router = Router(tags=["graph"])
-SearchText = clean_text(MAX_QUERY_CHARS)
-EntityTypeName = Literal[tuple(EntityType.values)]
+SearchText = Annotated[str, *text_rules(MAX_QUERY_CHARS)]
+if TYPE_CHECKING:  # a Literal built from the choices at import time is beyond the type checker
+    EntityTypeName = str
+else:
+    EntityTypeName = Literal[tuple(EntityType.values)]
 
 
-def _owner(request: HttpRequest):
-    return request.auth.user
+def _owner(request: HttpRequest) -> User:
+    return cast(ApiRequest, request).auth.user
 
 
 def _editor(request: HttpRequest) -> service.Editor:
-    return service.Editor(user=request.auth.user, api_key=request.auth, via=EditVia.API)
+    api_key = cast(ApiRequest, request).auth
+    return service.Editor(user=api_key.user, api_key=api_key, via=EditVia.API)
 
 
 def _entity(request: HttpRequest, entity_id: UUID) -> Entity:
@@ -50,13 +55,9 @@ def get_entity(request: HttpRequest, entity_id: UUID):
     relations = Relation.objects.filter(Q(source=entity) | Q(target=entity)).select_related(
         "source", "target"
     )
-    entity.memories_list = list(entity.memories.select_related("session").order_by("-created_at")[:100])
-    entity.relations_list = list(relations[:200])
-    return {
-        **EntityOut.from_orm(entity).dict(),
-        "memories": entity.memories_list,
-        "relations": entity.relations_list,
-    }
+    memories = list(entity.memories.select_related("session").order_by("-created_at")[:100])
+    related = list(relations[:200])
+    return {**EntityOut.from_orm(entity).dict(), "memories": memories, "relations": related}
 
 
 @router.get(

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -16,7 +16,7 @@ from django.utils import timezone
 from core import stores
 from core.errors import RequestRefused
 from core.graphstore import EntityNode, RelationEdge
-from core.models import MirrorState
+from core.models import ApiKey, MirrorState
 from core.queries import owned_by_pk
 from memories.entities import entity_key
 from memories.models import EditVia, Entity, EntityType, GraphAction, GraphEdit, MemoryEntity, Relation
@@ -89,8 +89,8 @@ def _recording_mirror_state(model: type[Entity] | type[Relation], pk: str) -> It
 class Editor:
     """Who changes the graph and through which route; recorded with each change."""
 
-    user: AbstractBaseUser | None = None
-    api_key: object | None = None  # core.models.ApiKey
+    user: User | None = None
+    api_key: ApiKey | None = None
     via: str = EditVia.SYSTEM
 
 
@@ -177,9 +177,7 @@ def entity_update(
 
 
 @transaction.atomic
-def entity_merge(
-    *, user: AbstractBaseUser, source: Entity, target: Entity, editor: Editor | None = None
-) -> Entity:
+def entity_merge(*, user: User, source: Entity, target: Entity, editor: Editor | None = None) -> Entity:
     """Fold `source` into `target`: its memory links and relations move over, duplicates add up, it is deleted."""
     if source.user_id != user.pk or target.user_id != user.pk:
         raise GraphRequestError("both entities must belong to you")
@@ -279,9 +277,10 @@ def relation_update(
         entity_id=relation.source_id,
         relation_id=relation.pk,
     )
-    if "relation_type" in changes:
+    # Each is in `changes` only when it was given (not None).
+    if "relation_type" in changes and relation_type is not None:
         relation.relation_type = relation_type
-    if "strength" in changes:
+    if "strength" in changes and strength is not None:
         relation.strength = strength
     _mark_pending(relation)
     relation.save(update_fields=["relation_type", "strength", *_MIRROR_FIELDS])
@@ -318,9 +317,7 @@ class Neighbourhood:
     truncated: bool  # more entities were within reach than the limit
 
 
-def neighbourhood(
-    *, user: AbstractBaseUser, entity: Entity, depth: int = 1, limit: int = 300
-) -> Neighbourhood:
+def neighbourhood(*, user: User, entity: Entity, depth: int = 1, limit: int = 300) -> Neighbourhood:
     # One more than asked for tells whether some were left out.
     found, _ = stores.read_graph(
         lambda graph: graph.neighbors(str(user.pk), [str(entity.pk)], depth=depth, limit=limit + 1)
@@ -336,7 +333,7 @@ def neighbourhood(
 
 
 def neighbours_of(
-    *, user: AbstractBaseUser, entities: Sequence[Entity], depth: int = 1, limit: int = 300
+    *, user: User, entities: Sequence[Entity], depth: int = 1, limit: int = 300
 ) -> list[tuple[Entity, int]]:
     """The entities within `depth` hops of any of `entities` (not themselves), nearest and most mentioned first."""
     if not entities or limit < 1:
@@ -355,7 +352,7 @@ def neighbours_of(
 RELATION_FIELDS = ("id", "user", "source", "target", "relation_type", "strength", "frequency", "evidence")
 
 
-def relations_among(user: AbstractBaseUser, entities: Sequence[Entity], limit: int) -> list[Relation]:
+def relations_among(user: User, entities: Sequence[Entity], limit: int) -> list[Relation]:
     """The user's relations between any two of `entities`, strongest first, with their endpoints attached
     from `entities` rather than loaded again."""
     by_id = {entity.pk: entity for entity in entities}
@@ -369,7 +366,7 @@ def relations_among(user: AbstractBaseUser, entities: Sequence[Entity], limit: i
     return relations
 
 
-def top_entities(*, user: AbstractBaseUser, limit: int = 300, entity_type: str = "", query: str = ""):
+def top_entities(*, user: User, limit: int | None = 300, entity_type: str = "", query: str = ""):
     entities = Entity.objects.filter(user=user).annotate(memory_count=Count("memory_links"))
     if entity_type:
         entities = entities.filter(entity_type=entity_type)

@@ -8,6 +8,7 @@ page never draws more than MAX_NODES entities; when a search matches more, the a
 import uuid
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
+from core.pages import AuthenticatedHttpRequest
 from memories.entities import entity_key
 from memories.graph import service
 from memories.models import EditVia, Entity, EntityType, Memory, Relation
@@ -46,7 +48,7 @@ def _json_login_required(view: Callable[..., HttpResponse]) -> Callable[..., Htt
     return wrapper
 
 
-def _int_param(request: HttpRequest, name: str, *, default: int, low: int, high: int) -> int:
+def _int_param(request: AuthenticatedHttpRequest, name: str, *, default: int, low: int, high: int) -> int:
     value = request.GET.get(name, "").strip()
     if not value:
         return default
@@ -59,7 +61,7 @@ def _int_param(request: HttpRequest, name: str, *, default: int, low: int, high:
     return number
 
 
-def _type_param(request: HttpRequest) -> str:
+def _type_param(request: AuthenticatedHttpRequest) -> str:
     entity_type = request.GET.get("type", "").strip()
     if entity_type and entity_type not in EntityType.values:
         raise BadParameter(f"type must be one of {', '.join(EntityType.values)}")
@@ -97,7 +99,7 @@ def _cap_message(shown: int, total: int) -> str:
 
 @login_required
 @require_GET
-def graph_page(request: HttpRequest) -> HttpResponse:
+def graph_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     selected_type, depth = request.GET.get("type", ""), request.GET.get("depth", "")
     context = {
         "has_entities": Entity.objects.filter(user=request.user).exists(),
@@ -115,10 +117,10 @@ def graph_page(request: HttpRequest) -> HttpResponse:
 
 @_json_login_required
 @require_GET
-def graph_data(request: HttpRequest) -> JsonResponse:
+def graph_data(request: AuthenticatedHttpRequest) -> JsonResponse:
     """The most mentioned entities matching ?q= and ?type=, at most ?limit= (≤ MAX_NODES), and their relations."""
     limit = _int_param(request, "limit", default=MAX_NODES, low=1, high=MAX_NODES)
-    filters = {
+    filters: dict[str, Any] = {
         "user": request.user,
         "entity_type": _type_param(request),
         "query": request.GET.get("q", "").strip(),
@@ -159,7 +161,7 @@ def graph_data(request: HttpRequest) -> JsonResponse:
 
 @_json_login_required
 @require_GET
-def entity_neighbors(request: HttpRequest, pk: uuid.UUID) -> JsonResponse:
+def entity_neighbors(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> JsonResponse:
     """Entities within ?depth= hops (1-3) of one entity, nearest first, and the relations among all of them."""
     depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
@@ -181,12 +183,12 @@ def entity_neighbors(request: HttpRequest, pk: uuid.UUID) -> JsonResponse:
 
 @login_required
 @require_GET
-def entity_memories(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def entity_memories(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     return render(request, f"{TEMPLATE}#entity-panel", _entity_panel(request, entity))
 
 
-def _entity_panel(request: HttpRequest, entity: Entity, **extra) -> dict:
+def _entity_panel(request: AuthenticatedHttpRequest, entity: Entity, **extra) -> dict:
     memories = Memory.objects.for_user(request.user).filter(entity_links__entity=entity).distinct()
     return {
         "entity": entity,
@@ -203,15 +205,15 @@ def _entity_panel(request: HttpRequest, entity: Entity, **extra) -> dict:
 
 @login_required
 @require_GET
-def relation_memories(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def relation_memories(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return render(request, f"{TEMPLATE}#relation-panel", _relation_panel(request, _relation(request, pk)))
 
 
-def _relation(request: HttpRequest, pk: uuid.UUID) -> Relation:
+def _relation(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Relation:
     return get_object_or_404(Relation.objects.select_related("source", "target"), pk=pk, user=request.user)
 
 
-def _relation_panel(request: HttpRequest, relation: Relation, **extra) -> dict:
+def _relation_panel(request: AuthenticatedHttpRequest, relation: Relation, **extra) -> dict:
     mine = Memory.objects.for_user(request.user)
     evidence = mine.filter(pk=relation.evidence_id).first() if relation.evidence_id else None
     both = (
@@ -233,11 +235,13 @@ def _relation_panel(request: HttpRequest, relation: Relation, **extra) -> dict:
 # --- curation from the side panel: each form posts here, gets the fresh panel back, and tells the canvas -------
 
 
-def _editor(request: HttpRequest) -> service.Editor:
+def _editor(request: AuthenticatedHttpRequest) -> service.Editor:
     return service.Editor(user=request.user, via=EditVia.PAGE)
 
 
-def _changed(request: HttpRequest, response: HttpResponse, change: dict, done: str) -> HttpResponse:
+def _changed(
+    request: AuthenticatedHttpRequest, response: HttpResponse, change: dict, done: str
+) -> HttpResponse:
     """The panel for htmx with a `graph-changed` event for graph.js to redraw; a redirect to the page without."""
     if request.htmx:
         trigger_client_event(response, "graph-changed", change)
@@ -246,7 +250,7 @@ def _changed(request: HttpRequest, response: HttpResponse, change: dict, done: s
     return redirect("graph")
 
 
-def _refused(request: HttpRequest, entity: Entity, error: str) -> HttpResponse:
+def _refused(request: AuthenticatedHttpRequest, entity: Entity, error: str) -> HttpResponse:
     if request.htmx:
         context = _entity_panel(request, entity, error=error)
         return render(request, f"{TEMPLATE}#entity-panel", context, status=422)
@@ -256,7 +260,7 @@ def _refused(request: HttpRequest, entity: Entity, error: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def entity_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def entity_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Rename and retype an entity."""
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     try:
@@ -273,7 +277,7 @@ def entity_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _changed(request, response, {"action": "update", "node": _node(entity)}, f"Saved {entity.name}.")
 
 
-def _merge_target(request: HttpRequest, entity: Entity) -> Entity | None:
+def _merge_target(request: AuthenticatedHttpRequest, entity: Entity) -> Entity | None:
     """The entity named in ?into= (its name, as the merge key compares them, or its id), of this user."""
     into = request.POST.get("into", "").strip()
     mine = Entity.objects.filter(user=request.user)
@@ -286,7 +290,7 @@ def _merge_target(request: HttpRequest, entity: Entity) -> Entity | None:
 
 @login_required
 @require_POST
-def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def entity_merge(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     target = _merge_target(request, entity)
     if target is None:
@@ -313,7 +317,7 @@ def entity_merge(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def entity_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def entity_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     entity = get_object_or_404(Entity, pk=pk, user=request.user)
     entity_id, name = str(entity.pk), entity.name
     service.entity_delete(entity=entity, editor=_editor(request))
@@ -323,7 +327,7 @@ def entity_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def relation_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def relation_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     relation = _relation(request, pk)
     error = ""
     try:
@@ -354,7 +358,7 @@ def relation_edit(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-def relation_delete(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def relation_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     relation = _relation(request, pk)
     relation_id, label = str(relation.pk), f"{relation.source.name} → {relation.target.name}"
     service.relation_delete(relation=relation, editor=_editor(request))
