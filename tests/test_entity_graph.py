@@ -118,6 +118,17 @@ def test_merge_moves_links_and_relations_and_adds_duplicates(user):
     assert a.pk in set(li_si.memories.values_list("pk", flat=True))
 
 
+def test_mentions_read_ahead_give_the_same_extraction_and_are_ignored_for_another_text():
+    # memory_write reads a text's mentions before its transaction and hands them to link_entities.
+    from memories.entities import model_mentions
+
+    text = "Kofi Mensah manages the Lisbon office and uses React."
+    known = {"react": "SKILL"}
+    assert extract(text, known, mentions=model_mentions(text)) == extract(text, known)
+    other = model_mentions("Ana Silva plays the cello.")
+    assert extract(text, known, mentions=other) == extract(text, known)
+
+
 def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
     tool = MemoryTool(user_id=user.username)
     tool.run({"action": "add", "content": "李四擅长React", "memory_type": "semantic", "importance": 0.5})
