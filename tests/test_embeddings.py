@@ -468,6 +468,37 @@ def test_e5_embeds_a_query_unlike_the_same_text_stored(e5):
     assert float(stored @ e5.embed_query("tea")) < 0.99
 
 
+def test_e5_engines_split_a_batch_and_serve_threads_at_once_with_the_same_vectors():
+    # Two single-threaded engines: a batch is split over the idle ones, concurrent calls each take one; every
+    # text still gets the vector it gets alone, to the bit.
+    e5 = MultilingualE5Embedder(threads=2)
+    texts = [f"Sentence number {i} about project {i % 3}." for i in range(9)] + ["张三在北京工作。"]
+    alone = np.stack([e5.embed([text])[0] for text in texts])
+    np.testing.assert_array_equal(e5.embed(texts), alone)
+    barrier = threading.Barrier(4)
+    results: list[np.ndarray] = []
+
+    def run() -> None:
+        barrier.wait()
+        results.append(np.stack([e5.embed_query(text) for text in texts]))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4
+    for result in results:
+        np.testing.assert_array_equal(result, np.stack([e5.embed_query(text) for text in texts]))
+
+
+def test_minilm_spreads_a_batchs_runs_over_threads_with_the_same_vectors():
+    # Many runs (one per ~512 padded tokens) on 3 threads, summed in run order: a text of several windows too.
+    texts = [f"Sentence number {i} about project {i % 3}." for i in range(60)] + ["word " * 1500]
+    spread = MiniLMEmbedder(threads=3).embed(texts)
+    np.testing.assert_array_equal(spread, MiniLMEmbedder(threads=1).embed(texts))
+
+
 def test_every_installed_weight_file_is_the_pinned_one():
     for name, model in LOCAL_MODELS.items():
         paths = verified_paths(name, environ={})

@@ -118,6 +118,17 @@ def test_merge_moves_links_and_relations_and_adds_duplicates(user):
     assert a.pk in set(li_si.memories.values_list("pk", flat=True))
 
 
+def test_mentions_read_ahead_give_the_same_extraction_and_are_ignored_for_another_text():
+    # memory_write reads a text's mentions before its transaction and hands them to link_entities.
+    from memories.entities import model_mentions
+
+    text = "Kofi Mensah manages the Lisbon office and uses React."
+    known = {"react": "SKILL"}
+    assert extract(text, known, mentions=model_mentions(text)) == extract(text, known)
+    other = model_mentions("Ana Silva plays the cello.")
+    assert extract(text, known, mentions=other) == extract(text, known)
+
+
 def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
     tool = MemoryTool(user_id=user.username)
     tool.run({"action": "add", "content": "李四擅长React", "memory_type": "semantic", "importance": 0.5})
@@ -137,6 +148,30 @@ def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
     assert by_content["React 19 adds server actions"]["graph"] == pytest.approx(
         0.6 * math.log(2) / math.log(3), abs=1e-4
     )
+
+
+@pytest.mark.parametrize("links_per_fact", [0, 10_000], ids=["read-from-the-facts", "read-from-the-entities"])
+def test_graph_scores_are_the_same_whichever_side_the_fact_links_are_read_from(
+    user, monkeypatch, links_per_fact
+):
+    # retrieval._fact_links reads a user's fact links from the facts or from the entities, by which has fewer
+    # rows; both must find the same links. An event (not a fact) counts only when the signals found it.
+    from memories import retrieval
+
+    monkeypatch.setattr(retrieval, "LINKS_PER_FACT", links_per_fact)
+    tool = MemoryTool(user_id=user.username)
+    tool.run({"action": "add", "content": "李四擅长React", "memory_type": "semantic", "importance": 0.5})
+    tool.run({"action": "add", "content": "React 19 adds server actions", "memory_type": "semantic"})
+    tool.run({"action": "add", "content": "李四 went hiking on Sunday", "memory_type": "episodic"})
+    event = Memory.objects.get(content="李四 went hiking on Sunday")
+    scores, _ = retrieval._graph_scores(user, "李四", found=set())
+    by_content = {Memory.objects.get(pk=pk).content: score for pk, score in scores.items()}
+    assert by_content == {
+        "李四擅长React": pytest.approx(math.log(1 + 3 / 2) / math.log(4), abs=1e-6),
+        "React 19 adds server actions": pytest.approx(0.6 * math.log(1 + 3 / 2) / math.log(4), abs=1e-6),
+    }
+    scores, _ = retrieval._graph_scores(user, "李四", found={str(event.pk)})
+    assert str(event.pk) in scores
 
 
 def test_entity_api_lists_searches_neighbours_merges_and_deletes(client, user, write_key, other_user):
