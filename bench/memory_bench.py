@@ -1113,6 +1113,15 @@ def loaded_server(args: argparse.Namespace) -> Iterator[tuple[Server, str]]:
             yield server, stack.described
 
 
+def server_errors(log: Path, last: int = 3) -> str:
+    """The last tracebacks in the server's log, for a run that counted errors."""
+    text = log.read_text(errors="replace")
+    tracebacks = text.split("Traceback (most recent call last):")[1:]
+    if not tracebacks:
+        return f"errors counted, no traceback in the server log; its end:\n{text[-2000:]}"
+    return "\n".join("Traceback (most recent call last):" + tb[:3000] for tb in tracebacks[-last:])
+
+
 def run_load(args: argparse.Namespace) -> None:
     questions = latency_queries(10_000)  # every LoCoMo question (categories 1-4), each asked once at most
     started_at = datetime.now(UTC)
@@ -1138,6 +1147,9 @@ def run_load(args: argparse.Namespace) -> None:
             "search": _hammer(server, args.clients, args.seconds, search),
             "add": _hammer(server, args.clients, args.seconds, add),
         }
+        if any(r["errors"] for r in phases.values()):
+            # The data dir (and its log) goes with the server: say here what the server said about the errors.
+            print(server_errors(server.log), flush=True)
     rows = [
         "| phase | clients | requests | req/s | p50 ms | p95 ms | errors | target |",
         "|---|---|---|---|---|---|---|---|",

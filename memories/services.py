@@ -6,6 +6,7 @@ and the mirror sweep, or `resync_mirrors`, syncs them later. Deletes are mirrore
 hears every path (these services, the admin, querysets, cascades) and removes a transaction's points in one call.
 """
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
 from django.utils import timezone
@@ -47,6 +48,8 @@ from memories.models import (
     MemoryType,
     Relation,
 )
+
+logger = logging.getLogger(__name__)
 
 # Hello-Agents' working-memory rules (MemoryConfig defaults).
 WORKING_MEMORY_TTL = timedelta(minutes=120)
@@ -970,27 +973,34 @@ def record_access(
     api_key: ApiKey | None = None,
     session: AgentSession | None = None,
 ) -> None:
-    """Log which memories a search returned, best first (each with its rank), and bump their access counters."""
+    """Log which memories a search returned, best first (each with its rank), and bump their access counters.
+
+    Best effort: a search has its answer before this runs, and SQLite may refuse the write (its busy timeout ran
+    out behind other writers under load). The answer is worth more than one line of access statistics."""
     if not memories:
         return
     now = timezone.now()
-    MemoryAccess.objects.bulk_create(
-        MemoryAccess(
-            memory=memory,
-            user=user,
-            api_key=api_key,
-            session=session,
-            query=query[:2000],
-            rank=rank,
-            score=score,
-            via=via,
-        )
-        for rank, (memory, score) in enumerate(memories, start=1)
-    )
-    # update() skips save signals on purpose: an access is not an edit and needs no re-mirroring.
-    Memory.objects.filter(pk__in=[memory.pk for memory, _ in memories]).update(
-        access_count=F("access_count") + 1, last_accessed_at=now
-    )
+    try:
+        with transaction.atomic():  # a savepoint inside a caller's transaction: a refusal leaves it usable
+            MemoryAccess.objects.bulk_create(
+                MemoryAccess(
+                    memory=memory,
+                    user=user,
+                    api_key=api_key,
+                    session=session,
+                    query=query[:2000],
+                    rank=rank,
+                    score=score,
+                    via=via,
+                )
+                for rank, (memory, score) in enumerate(memories, start=1)
+            )
+            # update() skips save signals on purpose: an access is not an edit and needs no re-mirroring.
+            Memory.objects.filter(pk__in=[memory.pk for memory, _ in memories]).update(
+                access_count=F("access_count") + 1, last_accessed_at=now
+            )
+    except OperationalError as exc:
+        logger.warning("search answered without recording its %d accesses: %s", len(memories), exc)
 
 
 def importance_weight(importance: float) -> float:

@@ -199,6 +199,26 @@ def test_search_leaves_out_memories_that_do_not_match_at_all(api, user):
     assert [r["content"] for r in results] == ["李四是前端工程师，擅长React和Vue.js开发"]
 
 
+def test_a_search_answers_when_its_access_record_cannot_be_written(api, user, monkeypatch, caplog):
+    """Under load SQLite can refuse a write once its busy timeout runs out: the search still has its answer."""
+    from django.db import OperationalError
+
+    from memories.models import MemoryAccess
+
+    memory = memory_create(user=user, content="Kofi Mensah manages the data team", memory_type="semantic")
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(MemoryAccess.objects, "bulk_create", locked)
+    response = api("post", "/memories/search", {"query": "Who manages the data team?"})
+    assert response.status_code == 200
+    assert [r["id"] for r in response.json()["results"]] == [str(memory.pk)]
+    assert "without recording its 1 accesses: database is locked" in caplog.text
+    memory.refresh_from_db()
+    assert memory.access_count == 0  # all or nothing: the counter did not move without its record
+
+
 def test_forget_consolidate_and_summary_endpoints(api, user):
     memory_create(user=user, content="noise", memory_type="episodic", importance=0.05)
     important = memory_create(
