@@ -2,14 +2,36 @@
 
 import re
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from django.core.servers.basehttp import ThreadedWSGIServer
+from django.test.testcases import LiveServerThread
 from playwright.sync_api import Page, expect
 
 PASSWORD = "correct horse battery"  # the password of the root conftest's users
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+
+
+class OneRequestAtATimeServer(ThreadedWSGIServer):
+    """The live server's threads share the test's one in-memory SQLite connection, and a page that sends two
+    requests at once (a graph node's panel and its neighbours, the dashboard and its data) had two threads inside
+    that connection together: the runs that hung or lost a panel. Each request's Django handling takes a lock;
+    connections stay threaded, so a browser's idle keep-alive connection blocks no one."""
+
+    handling = threading.Lock()
+
+    def set_app(self, application):
+        def one_at_a_time(environ, start_response):
+            with self.handling:
+                return application(environ, start_response)
+
+        super().set_app(one_at_a_time)
+
+
+LiveServerThread.server_class = OneRequestAtATimeServer  # pytest-django's live_server builds this thread
 
 
 @pytest.fixture(autouse=True)
