@@ -872,6 +872,8 @@ def test_adding_a_repeat_counts_it_on_the_stored_memory(logged_in, user):
         ({"content": ""}, "Write what to remember."),
         ({"content": "x", "metadata": "{not json"}, "Metadata is not valid JSON"),
         ({"content": "x", "metadata": "[1, 2]"}, "Metadata must be a JSON object"),
+        # Valid JSON syntax, but past Python's 4,300-digit integer limit: a ValueError without a line number.
+        ({"content": "x", "metadata": '{"n": ' + "9" * 5000 + "}"}, "Metadata is not valid JSON (Exceeds"),
         ({"content": "x", "importance": "1.5"}, "less than or equal to 1"),
         ({"content": "x", "expires_at": "2001-01-01T10:00"}, "The expiry is in the past"),
         ({"content": "x", "memory_type": "dream"}, "Select a valid choice"),
