@@ -222,22 +222,29 @@ def test_embed_refuses_a_bare_string():
         MiniLMEmbedder().embed("one text")
 
 
+def at_once(threads: int, work: Callable[[], np.ndarray]) -> list[np.ndarray]:
+    """`work` in `threads` threads released together by a barrier; every thread's result."""
+    barrier = threading.Barrier(threads)
+    results: list[np.ndarray] = []
+
+    def run() -> None:
+        barrier.wait()
+        results.append(work())
+
+    started = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()
+    assert len(results) == threads
+    return results
+
+
 def test_concurrent_first_calls_load_once_and_agree():
     texts = [f"Sentence number {i} about project {i % 3}." for i in range(40)] + ["张三在北京工作。"]
     for embedder in (MiniLMEmbedder(), UniversalSentenceEncoder()):
-        barrier = threading.Barrier(4)
-        results: list[np.ndarray] = []
-
-        def run(embedder=embedder, barrier=barrier, results=results) -> None:
-            barrier.wait()  # all threads hit the lazy load together
-            results.append(embedder.embed(texts))
-
-        threads = [threading.Thread(target=run) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(results) == 4
+        # All four threads hit the lazy load together.
+        results = at_once(4, lambda embedder=embedder: embedder.embed(texts))
         for result in results[1:]:
             np.testing.assert_allclose(result, results[0], atol=1e-5)
 
@@ -475,19 +482,7 @@ def test_e5_engines_split_a_batch_and_serve_threads_at_once_with_the_same_vector
     texts = [f"Sentence number {i} about project {i % 3}." for i in range(9)] + ["张三在北京工作。"]
     alone = np.stack([e5.embed([text])[0] for text in texts])
     np.testing.assert_array_equal(e5.embed(texts), alone)
-    barrier = threading.Barrier(4)
-    results: list[np.ndarray] = []
-
-    def run() -> None:
-        barrier.wait()
-        results.append(np.stack([e5.embed_query(text) for text in texts]))
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(results) == 4
+    results = at_once(4, lambda: np.stack([e5.embed_query(text) for text in texts]))
     for result in results:
         np.testing.assert_array_equal(result, np.stack([e5.embed_query(text) for text in texts]))
 
