@@ -187,10 +187,13 @@ MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
 # Documents a killed worker left half-ingested are looked for this often (knowledge.services.STALLED_AFTER).
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
+# SQLite's planner statistics are refreshed this often when a table's size has changed (core/planner_stats.py).
+MNEMO_PLANNER_STATS_SECONDS = 60.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
+    "planner-statistics": {"task": "core.refresh_planner_statistics", "schedule": MNEMO_PLANNER_STATS_SECONDS},
 }
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------

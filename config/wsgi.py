@@ -10,7 +10,7 @@ application = get_wsgi_application()
 from django.conf import settings  # noqa: E402
 
 from core.dispatch import start_background_work  # noqa: E402
-from core.tasks import optimize_vectors_when_quiet  # noqa: E402
+from core.tasks import optimize_vectors_when_quiet, refresh_planner_statistics  # noqa: E402
 from knowledge.services import documents_resume_stalled  # noqa: E402
 from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
 from memories.tasks import sync_unsynced_memories  # noqa: E402
@@ -20,12 +20,16 @@ start_background_work(
         (sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (sync_unsynced_chunks, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
+        (refresh_planner_statistics, settings.MNEMO_PLANNER_STATS_SECONDS),
         *(
             [(optimize_vectors_when_quiet, settings.MNEMO_VECTOR_OPTIMIZE_SECONDS)]
             if settings.MNEMO_VECTOR_OPTIMIZE_SECONDS
             else []
         ),
     ],
-    # This process's pool is new: a document still active was left by the process before it.
-    at_start=[lambda: documents_resume_stalled(stalled_after=timedelta(0))],
+    at_start=[
+        # This process's pool is new: a document still active was left by the process before it.
+        lambda: documents_resume_stalled(stalled_after=timedelta(0)),
+        refresh_planner_statistics,
+    ],
 )

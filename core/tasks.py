@@ -24,3 +24,11 @@ def optimize_vectors_when_quiet() -> str:
         return "not embedded"
     started = start_when_due(store, quiet_seconds=settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS)
     return "started" if started else "nothing to do now"
+
+
+@shared_task(name="core.refresh_planner_statistics")
+def refresh_planner_statistics() -> list[str]:
+    """SQLite: ANALYZE the tables whose planner statistics are missing or stale (core/planner_stats.py)."""
+    from core.planner_stats import refresh_planner_statistics as refresh
+
+    return refresh()
