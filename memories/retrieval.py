@@ -261,16 +261,24 @@ def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, fl
     )
     for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
-    # Entities are per user, so their links are the user's: counted from the link index alone, no join.
-    linked = MemoryEntity.objects.filter(entity_id__in=list(distance))
     # The rows come raw (core.queries.raw_rows): ids as the database stores them, turned into text only where
     # they meet the text ids of the graph and the vector store.
-    counts = dict(raw_rows(linked.values_list("entity_id").annotate(Count("pk")).order_by()))  # per entity
     # Two lookups, not one OR: SQLite answers `memory IN … OR memory.type = …` by scanning every link.
     # The found memories' links are read by memory and kept for the entities in reach here, in Python: with
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
     found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
-    fact_links = _fact_links(user, linked, distance, links=sum(counts.values()))
+    fact_links = _fact_links(user, distance)
+    # Links per entity, for the entities these links reach only: every entity in reach (300 at a hub) meant
+    # counting most of the user's links. Entities are per user, so the link index alone counts them, no join.
+    linked_entities = {entity_id for _, entity_id in (*found_links, *fact_links)}
+    counts = dict(
+        raw_rows(
+            MemoryEntity.objects.filter(entity_id__in=sorted(linked_entities))
+            .values_list("entity_id")
+            .annotate(Count("pk"))
+            .order_by()
+        )
+    )
     memories = Memory.objects.filter(user=user).count()
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
@@ -289,6 +297,8 @@ def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, fl
 
 # A fact names about this many entities (memories.entities caps a memory's links well above it).
 LINKS_PER_FACT = 4
+# Up to this many fact links, reading all of them costs less than reading the links of the entities in reach.
+FACT_LINKS_READ_FROM_FACTS = 2_000
 
 
 def _links_to(distance: dict[str, int], links) -> list[tuple[str, str]]:
@@ -300,18 +310,22 @@ def _links_to(distance: dict[str, int], links) -> list[tuple[str, str]]:
     ]
 
 
-def _fact_links(user: User, linked, distance: dict[str, int], *, links: int) -> list[tuple[str, str]]:
+def _fact_links(user: User, distance: dict[str, int]) -> list[tuple[str, str]]:
     """The links of the user's facts to the entities in reach, read from whichever side has fewer rows.
 
-    From the entities, SQLite reads every link of theirs and then each linked memory's row for its type: 12 ms
-    when a speaker's name links thousands of events and there is not one fact. From the facts, it reads the
-    facts' links through two indexes; that is the cheaper side unless the user has many facts."""
+    From the facts, SQLite reads their links through two indexes: cheap while the user has few facts. From the
+    entities, it reads every link of theirs and then each linked memory's row for its type: 12 ms when a
+    speaker's name links thousands of events, so only for a user with more facts than that."""
     facts = Memory.objects.filter(user=user, memory_type=MemoryType.SEMANTIC)
-    if facts.count() * LINKS_PER_FACT <= links:
+    count = facts.count()  # from the (user, type) index alone
+    if not count:
+        return []
+    if count * LINKS_PER_FACT <= FACT_LINKS_READ_FROM_FACTS:
         return _links_to(distance, MemoryEntity.objects.filter(memory__in=facts))
-    return raw_rows(
-        linked.filter(memory__memory_type=MemoryType.SEMANTIC).values_list("memory_id", "entity_id")
+    in_reach = MemoryEntity.objects.filter(
+        entity_id__in=list(distance), memory__memory_type=MemoryType.SEMANTIC
     )
+    return raw_rows(in_reach.values_list("memory_id", "entity_id"))
 
 
 def _specificity(linked: int, memories: int) -> float:
