@@ -96,7 +96,9 @@ def build_where(
     time_range: tuple[datetime | None, datetime | None] | None,
     now: datetime,
 ) -> dict:
-    where: dict = {"user_id": str(user.pk), "expires_ts": {"gt": now.timestamp()}}
+    # Expiry to the minute: the store's filter only narrows the candidates (SQL applies `now` exactly), and a
+    # filter that changes every call made every search count its words' frequencies afresh (count_cached).
+    where: dict = {"user_id": str(user.pk), "expires_ts": {"gt": math.floor(now.timestamp() / 60) * 60.0}}
     if memory_types:
         where["memory_type"] = list(memory_types)
     if min_importance > 0:
