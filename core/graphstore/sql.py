@@ -1,7 +1,10 @@
 """The default graph store: the Entity and Relation tables are the graph, walked hop by hop in SQL."""
 
+from typing import cast
+
 from django.apps import apps
 from django.db import connection
+from django.db.models import ForeignKey
 
 from core.graphstore.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
 from core.queries import uuid_text
@@ -37,14 +40,16 @@ class SqlGraphStore(GraphStore):
         Relation = apps.get_model("memories", "Relation")
         quote = connection.ops.quote_name
         table = quote(Relation._meta.db_table)
-        user, source, target = (
-            quote(Relation._meta.get_field(name).column) for name in ("user", "source", "target")
-        )
+        # The cast: get_field may also answer a reverse relation; these three are the model's foreign keys.
+        keys = {
+            name: cast("ForeignKey", Relation._meta.get_field(name)) for name in ("user", "source", "target")
+        }
+        user, source, target = (quote(keys[name].column) for name in ("user", "source", "target"))
         # Ids travel as the database stores them (32 hex digits on SQLite, a UUID on PostgreSQL): a hop from a
         # speaker's name reaches hundreds of entities, and Django's per-value UUID conversion of the next
         # hop's IN list, there and back, cost more than the queries themselves.
-        entity_key = Relation._meta.get_field("source").target_field
-        owner = Relation._meta.get_field("user").target_field.get_db_prep_value(user_id, connection)
+        owner = keys["user"].target_field.get_db_prep_value(user_id, connection)
+        entity_key = keys["source"].target_field
         seen = {entity_key.get_db_prep_value(entity_id, connection) for entity_id in entity_ids}
         frontier = set(seen)
         found: list[Neighbor] = []
