@@ -594,3 +594,14 @@ def test_edge_flushes_written_collections_in_the_background_not_on_every_write(
         assert counting.flushes == 1  # one flush for the four writes
     finally:
         store.close()
+
+
+def test_point_ids_come_back_in_one_canonical_form_whatever_form_they_had():
+    from core.vectorstore.base import normalize_id
+
+    known = uuid.UUID("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+    for form in (known, str(known), str(known).upper(), known.hex, "{" + str(known) + "}"):
+        assert normalize_id(form) == "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    for wrong in ("1b4e28ba-2fa1-11d2-883f-0016d3cca42", "not an id", 42):
+        with pytest.raises(ValueError, match="must be UUIDs"):
+            normalize_id(wrong)
