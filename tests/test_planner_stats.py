@@ -1,8 +1,6 @@
 """SQLite's planner statistics (core/planner_stats.py): taken once a table has grown, again when it changes,
 and what they are for: a search's candidate query reads its memories by primary key."""
 
-from datetime import timedelta
-
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -10,19 +8,9 @@ from django.utils import timezone
 from core.planner_stats import MIN_ROWS, refresh_planner_statistics
 from memories import retrieval
 from memories.models import Memory
+from tests.test_memory_bulk import many  # rows without services: no mirror, no signals
 
 pytestmark = pytest.mark.django_db
-
-
-def add_memories(user, count: int) -> list[Memory]:
-    """Rows without services (no mirror, no signals): only the table's size matters here."""
-    now = timezone.now()
-    return Memory.objects.bulk_create(
-        Memory(
-            user=user, content=f"memory {i}", memory_type="episodic", created_at=now - timedelta(minutes=i)
-        )
-        for i in range(count)
-    )
 
 
 def analysed_rows(table: str) -> int | None:
@@ -42,18 +30,18 @@ def candidate_plan(user, ids) -> str:
 
 
 def test_a_table_is_analysed_once_it_has_grown_and_again_only_when_its_size_changes(user):
-    add_memories(user, MIN_ROWS - 1)
+    many(user, MIN_ROWS - 1)
     assert "memories_memory" not in refresh_planner_statistics()  # too small to matter yet
 
-    add_memories(user, 301 - (MIN_ROWS - 1))
+    many(user, 301 - (MIN_ROWS - 1))
     assert "memories_memory" in refresh_planner_statistics()
     assert analysed_rows("memories_memory") == 301
 
-    add_memories(user, 200)  # 501: not yet twice the 301 analysed
+    many(user, 200)  # 501: not yet twice the 301 analysed
     assert "memories_memory" not in refresh_planner_statistics()
     assert analysed_rows("memories_memory") == 301
 
-    add_memories(user, 200)  # 701
+    many(user, 200)  # 701
     assert "memories_memory" in refresh_planner_statistics()
     assert analysed_rows("memories_memory") == 701
 
@@ -63,8 +51,8 @@ def test_a_table_is_analysed_once_it_has_grown_and_again_only_when_its_size_chan
 
 
 def test_with_statistics_a_searchs_candidates_are_read_by_primary_key(user, other_user):
-    memories = add_memories(user, 3000)
-    add_memories(other_user, 1000)
+    memories = many(user, 3000)
+    many(other_user, 1000)
     ids = [str(memory.pk) for memory in memories[::20]]  # 150 found by the vector store
     # Without statistics SQLite took the `superseded_by IS NULL` index and read every current memory.
     assert "superseded_by" in candidate_plan(user, ids)
