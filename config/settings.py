@@ -193,7 +193,10 @@ CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
-    "planner-statistics": {"task": "core.refresh_planner_statistics", "schedule": MNEMO_PLANNER_STATS_SECONDS},
+    "planner-statistics": {
+        "task": "core.refresh_planner_statistics",
+        "schedule": MNEMO_PLANNER_STATS_SECONDS,
+    },
 }
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------
