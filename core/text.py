@@ -134,11 +134,18 @@ def _latin_terms(text: str) -> list[str]:
     return [_stem(word) for word in words if word not in _ENGLISH_STOPWORDS and not _CJK.match(word[0])]
 
 
-@cache
-def _english_stemmer():
-    import snowballstemmer
+_stemmers = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _english_stemmer():
+    """This thread's stemmer: a Snowball stemmer keeps the word it works on in itself, so two request threads
+    sharing one returned wrong stems or raised IndexError (seen under 50 concurrent searches)."""
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=65536)

@@ -112,6 +112,46 @@ def test_lexical_terms_match_word_forms():
     assert set(lexical_terms("The user works as an engineer, working late.")) >= {"work", "engin"}
 
 
+def test_word_forms_are_the_same_when_request_threads_stem_at_once():
+    # A Snowball stemmer holds the word it is working on; shared by 50 concurrent searches it raised IndexError
+    # and could give a stored text the wrong terms. Every word here is new to the stem cache, so each is stemmed.
+    import sys
+    import threading
+
+    from core.text import _stem
+
+    words = [
+        f"{stem}{suffix}"
+        for stem in ("work", "national", "relat", "hope", "generous")
+        for suffix in ("ing", "izations", "ional", "fulness", "ously", "ement", "ities", "ed")
+    ]
+    expected = {word: _stem.__wrapped__(word) for word in words}
+    found: list[tuple[str, str]] = []
+    failures: list[BaseException] = []
+
+    def stem_all(round_: int) -> None:
+        try:
+            for word in words:
+                variant = f"{word}{'s' * (round_ % 3)}x{round_}"  # distinct per thread: misses the cache
+                found.append((word, _stem(word)))
+                _stem(variant)
+        except BaseException as exc:  # the race's IndexError; the assertion below reports it
+            failures.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=stem_all, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures
+    assert all(stem == expected[word] for word, stem in found)
+
+
 def test_a_first_person_question_finds_the_fact_through_its_word_forms(user):
     # The dense models put "What do I do for work?" near nothing (cosine 0.17); the stem finds it.
     add(user, "The user works as a data engineer at Acme.", "The user likes jazz.")
