@@ -181,6 +181,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeou
 CELERY_REDIS_SOCKET_TIMEOUT = 5.0
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2.0
 MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
+# Request threads that may search or write memories at once (core/cpu_slots.py); the others wait their turn.
+MNEMO_CPU_SLOTS = env_int("MNEMO_CPU_SLOTS", os.cpu_count() or 1, minimum=1)
 MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 # Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
 # often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from core.cpu_slots import waiting_elsewhere
 from core.model_files import UnverifiedWeights, verified_paths
 
 MODEL_TYPES = ("local", "minilm", "use", "e5", "openai", "dashscope", "compatible")
@@ -500,9 +501,10 @@ class OpenAIEmbedder(Embedder):
         if self._requested_dimension:
             extra["dimensions"] = self._requested_dimension
         try:
-            response = self._load().embeddings.create(
-                model=self.model, input=texts, encoding_format="float", **extra
-            )
+            with waiting_elsewhere():  # a remote model: this thread's CPU slot serves another meanwhile
+                response = self._load().embeddings.create(
+                    model=self.model, input=texts, encoding_format="float", **extra
+                )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise EmbeddingError(
                 f"{where} refused the key (HTTP {exc.status_code}): check EMBED_API_KEY."

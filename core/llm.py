@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
+from core import cpu_slots
 from core.disconnect import ClientGone, client_gone
 
 
@@ -86,7 +87,7 @@ class LLMClient:
     ) -> Completion:
         started = time.perf_counter()
         client = self._within(budget)
-        with self._provider_errors():
+        with self._provider_errors(), cpu_slots.waiting_elsewhere():
             response = client.chat.completions.create(
                 model=self.model, messages=messages, temperature=temperature, **kwargs
             )

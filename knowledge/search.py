@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import User
 
 from core import hybrid
+from core.cpu_slots import cpu_slot
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.llm import Budget, LLMError, get_llm
 from core.vectorstore import VectorStoreError
@@ -89,40 +90,42 @@ def search_chunks(
                     hypothetical = _hypothetical_answer(llm, query, budget)
             except LLMError as exc:
                 notices.append(f"MQE/HyDE skipped: {exc}")
-    try:
-        store = chunk_store()
-        runs = [
-            hybrid.gather(
-                store,
-                COLLECTION,
-                query=text,
-                where=where,
-                limit=CANDIDATES,
-                dense_text=hypothetical if index == 0 and hypothetical else None,
-            )
-            for index, text in enumerate(queries)
+    # The CPU slot after the LLM's expansion: a thread waiting on the LLM holds none (core.cpu_slots).
+    with cpu_slot():
+        try:
+            store = chunk_store()
+            runs = [
+                hybrid.gather(
+                    store,
+                    COLLECTION,
+                    query=text,
+                    where=where,
+                    limit=CANDIDATES,
+                    dense_text=hypothetical if index == 0 and hypothetical else None,
+                )
+                for index, text in enumerate(queries)
+            ]
+        except VectorStoreError as exc:
+            return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
+        fused = hybrid.fuse(runs, CANDIDATES)
+        # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise
+        # walks the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
+        candidates = Chunk.objects.filter(pk__in=list(fused.relevance)).select_related("document")
+        chunks = [
+            chunk
+            for chunk in candidates.defer("document__markdown").order_by()
+            if chunk.user_id == user.pk
+            and chunk.namespace in namespaces
+            and chunk.document.status == DocumentStatus.READY
         ]
-    except VectorStoreError as exc:
-        return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
-    fused = hybrid.fuse(runs, CANDIDATES)
-    # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise walks
-    # the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
-    candidates = Chunk.objects.filter(pk__in=list(fused.relevance)).select_related("document")
-    chunks = [
-        chunk
-        for chunk in candidates.defer("document__markdown").order_by()
-        if chunk.user_id == user.pk
-        and chunk.namespace in namespaces
-        and chunk.document.status == DocumentStatus.READY
-    ]
-    hits = []
-    for chunk in chunks:
-        evidence = fused.evidence[str(chunk.pk)]
-        if evidence.relevance < min_score or not evidence.above_floor:
-            continue  # nearest is not related: under every model's noise floor and without the query's terms
-        hits.append(
-            ChunkHit(chunk, evidence.relevance, {**evidence.signal_parts(), "fused": evidence.relevance})
-        )
+        hits = []
+        for chunk in chunks:
+            evidence = fused.evidence[str(chunk.pk)]
+            if evidence.relevance < min_score or not evidence.above_floor:
+                continue  # nearest is not related: under every model's floor and without the query's terms
+            hits.append(
+                ChunkHit(chunk, evidence.relevance, {**evidence.signal_parts(), "fused": evidence.relevance})
+            )
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return KnowledgeResult(hits[:limit], " ".join(notices), queries)
 

@@ -26,6 +26,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from core import hybrid, stores
+from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.queries import owned_by_pk, raw_rows, uuid_text
 from core.text import lexical_terms
@@ -117,6 +118,7 @@ def build_where(
     return where
 
 
+@uses_cpu
 def search_memories(
     *,
     user: User,

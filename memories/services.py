@@ -21,6 +21,7 @@ from django.db.models.functions import StrIndex
 from django.utils import timezone
 
 from core import privacy
+from core.cpu_slots import uses_cpu
 from core.dispatch import dispatch_on_commit
 from core.limits import (
     MAX_CONTENT_CHARS,
@@ -239,6 +240,7 @@ def memory_create(**kwargs: Any) -> Memory:
     return memory_write(**kwargs).memory
 
 
+@uses_cpu
 def memory_write(
     *,
     user: User,

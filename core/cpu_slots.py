@@ -1,0 +1,82 @@
+"""CPU slots: at most MNEMO_CPU_SLOTS (the number of cores) request threads search or write memories at once.
+
+The server runs many threads so that a request waiting on the LLM, an upload or a slow client does not hold up
+the others. But a search or an add is CPU work, and much of it holds Python's GIL: with eight threads computing
+at once they mostly wait on each other, and each search cost 98 ms of CPU instead of 72 (50 clients at 10,000
+memories: 17 searches/s with eight at once, 21 with two, measured side by side). A thread past the slots waits
+its turn here, without spinning, and the threads doing other work (pages, health, the LLM) are not held.
+
+Two rules keep the wait from ever deadlocking: a thread that holds a slot takes no second one (a chat turn
+searches and then writes), and a thread inside a database transaction never waits for one. On SQLite a write
+transaction holds the one write lock, which the threads that have the slots may be waiting for.
+"""
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+
+from django.conf import settings
+from django.db import connections
+
+_held = threading.local()
+_slots_lock = threading.Lock()
+_slots: threading.BoundedSemaphore | None = None
+
+
+def _semaphore() -> threading.BoundedSemaphore:
+    global _slots
+    with _slots_lock:
+        if _slots is None:
+            _slots = threading.BoundedSemaphore(settings.MNEMO_CPU_SLOTS)
+        return _slots
+
+
+def _in_transaction() -> bool:
+    return any(connection.in_atomic_block for connection in connections.all(initialized_only=True))
+
+
+@contextmanager
+def cpu_slot() -> Iterator[None]:
+    """Hold one of the CPU slots for the block (waiting for one if all are taken)."""
+    if getattr(_held, "slot", False) or _in_transaction():
+        yield
+        return
+    slots = _semaphore()
+    slots.acquire()
+    _held.slot = True
+    try:
+        yield
+    finally:
+        if _held.slot:  # waiting_elsewhere() may have given it back
+            _held.slot = False
+            slots.release()
+
+
+@contextmanager
+def waiting_elsewhere() -> Iterator[None]:
+    """Give this thread's slot back while it waits on another server (the LLM, a remote embedder), and take
+    one again after, unless a transaction has begun meanwhile."""
+    if not getattr(_held, "slot", False):
+        yield
+        return
+    slots = _semaphore()
+    _held.slot = False
+    slots.release()
+    try:
+        yield
+    finally:
+        if not _in_transaction():
+            slots.acquire()
+            _held.slot = True
+
+
+def uses_cpu[**P, R](function: Callable[P, R]) -> Callable[P, R]:
+    """Run `function` in a CPU slot."""
+
+    @wraps(function)
+    def in_slot(*args: P.args, **kwargs: P.kwargs) -> R:
+        with cpu_slot():
+            return function(*args, **kwargs)
+
+    return in_slot

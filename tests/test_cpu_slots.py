@@ -1,0 +1,142 @@
+"""core.cpu_slots: at most MNEMO_CPU_SLOTS threads compute at once, and no wait can deadlock."""
+
+import threading
+import time
+
+import pytest
+from django.db import transaction
+
+from core import cpu_slots
+from core.cpu_slots import uses_cpu, waiting_elsewhere
+
+
+@pytest.fixture
+def slots(monkeypatch):
+    def set_slots(count: int) -> None:
+        monkeypatch.setattr(cpu_slots, "_slots", threading.BoundedSemaphore(count))
+
+    return set_slots
+
+
+def most_at_once(threads: int, work) -> int:
+    """Run `work` in `threads` threads at once; how many were inside it at the same time, at most."""
+    inside, most, lock = 0, 0, threading.Lock()
+
+    @uses_cpu
+    def step() -> None:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        work()
+        with lock:
+            inside -= 1
+
+    runners = [threading.Thread(target=step) for _ in range(threads)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join(timeout=10)
+    assert not any(runner.is_alive() for runner in runners)
+    return most
+
+
+def test_no_more_threads_compute_at_once_than_there_are_slots(slots):
+    slots(2)
+    assert most_at_once(8, lambda: time.sleep(0.05)) == 2
+    slots(1)
+    assert most_at_once(4, lambda: time.sleep(0.02)) == 1
+
+
+def test_a_thread_holding_a_slot_takes_no_second_one(slots):
+    # A chat turn searches, then writes: both take a slot, in one thread.
+    slots(1)
+
+    @uses_cpu
+    def search() -> str:
+        return "found"
+
+    @uses_cpu
+    def chat_turn() -> str:
+        return search()
+
+    finished: list[str] = []
+    runner = threading.Thread(target=lambda: finished.append(chat_turn()))
+    runner.start()
+    runner.join(timeout=5)
+    assert finished == ["found"]
+
+
+@pytest.mark.django_db
+def test_a_thread_inside_a_transaction_never_waits_for_a_slot(slots):
+    # On SQLite the transaction holds the write lock that the slot holders may be waiting for.
+    slots(1)
+    taken, release = threading.Event(), threading.Event()
+
+    @uses_cpu
+    def hold_the_slot() -> None:
+        taken.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=hold_the_slot)
+    holder.start()
+    try:
+        assert taken.wait(5)
+        with transaction.atomic():
+            began = time.monotonic()
+            assert uses_cpu(lambda: "written")() == "written"
+            assert time.monotonic() - began < 1
+    finally:
+        release.set()
+        holder.join(timeout=5)
+
+
+def test_a_thread_waiting_on_another_server_lends_its_slot(slots):
+    # The LLM or a remote embedder: while one request waits on it, another computes.
+    slots(1)
+    answered, others_ran = threading.Event(), threading.Event()
+
+    @uses_cpu
+    def ask_the_llm() -> None:
+        with waiting_elsewhere():
+            assert others_ran.wait(5), "no other thread got the slot while this one waited"
+        answered.set()
+
+    asking = threading.Thread(target=ask_the_llm)
+    asking.start()
+    time.sleep(0.05)
+    other = threading.Thread(target=uses_cpu(others_ran.set))
+    other.start()
+    other.join(timeout=5)
+    asking.join(timeout=5)
+    assert others_ran.is_set() and answered.is_set()
+    # Every slot is back: the one slot can be taken again.
+    assert cpu_slots._semaphore().acquire(timeout=1)
+    cpu_slots._semaphore().release()
+
+
+def test_the_llm_client_lends_its_slot_while_it_waits(slots):
+    from core.llm import LLMClient
+    from tests.fake_llm import FakeLLM
+
+    slots(1)
+    computed_at: list[float] = []
+    answered_at: list[float] = []
+
+    @uses_cpu
+    def ask() -> None:
+        client.ask("system", "Hello")
+        answered_at.append(time.monotonic())
+
+    with FakeLLM() as fake:
+        fake.delay = 0.5
+        client = LLMClient(fake.url, "key", "model", timeout=5)
+        asking = threading.Thread(target=ask)
+        asking.start()
+        time.sleep(0.2)  # the request is with the model now
+        other = threading.Thread(target=uses_cpu(lambda: computed_at.append(time.monotonic())))
+        other.start()
+        other.join(timeout=5)
+        asking.join(timeout=5)
+    assert computed_at and answered_at and computed_at[0] < answered_at[0]
+    assert len(fake.requests) == 1
