@@ -51,7 +51,8 @@ class SqlGraphStore(GraphStore):
         owner = keys["user"].target_field.get_db_prep_value(user_id, connection)
         entity_key = keys["source"].target_field
         seen = {entity_key.get_db_prep_value(entity_id, connection) for entity_id in entity_ids}
-        frontier = set(seen)
+        # The frontier by its ids' text: the sort key and each Neighbor's id, formatted once per entity.
+        frontier = {uuid_text(entity_id): entity_id for entity_id in seen}
         found: list[Neighbor] = []
         with connection.cursor() as cursor:
             for distance in range(1, depth + 1):
@@ -61,18 +62,17 @@ class SqlGraphStore(GraphStore):
                 # split `source IN … OR target IN …` over two indexes and read every relation of the user
                 # instead (depth 2 at 30,000 relations: 18 ms p50, now ~1 ms; bench/results/graph.md). UNION,
                 # not UNION ALL: a hub's relations name the same entities hundreds of times.
-                ids = sorted(frontier, key=uuid_text)
+                ids = [frontier[text] for text in sorted(frontier)]
                 marks = ", ".join(["%s"] * len(ids))
                 cursor.execute(
                     f"SELECT {target} FROM {table} WHERE {user} = %s AND {source} IN ({marks}) "  # noqa: S608
                     f"UNION SELECT {source} FROM {table} WHERE {user} = %s AND {target} IN ({marks})",
                     [owner, *ids, owner, *ids],
                 )
-                frontier = {entity_id for (entity_id,) in cursor.fetchall()} - seen
-                seen |= frontier
-                found.extend(
-                    Neighbor(uuid_text(entity_id), distance) for entity_id in sorted(frontier, key=uuid_text)
-                )
+                reached = {entity_id for (entity_id,) in cursor.fetchall()} - seen
+                seen |= reached
+                frontier = {uuid_text(entity_id): entity_id for entity_id in reached}
+                found.extend(Neighbor(text, distance) for text in sorted(frontier))
         return found[:limit]
 
     def ping(self) -> str:
