@@ -191,6 +191,10 @@ MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minim
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
 # SQLite's planner statistics are refreshed this often when a table's size has changed (core/planner_stats.py).
 MNEMO_PLANNER_STATS_SECONDS = 60.0
+# Each search records the memories it returned (a memory's "retrieved by" history); records older than this many
+# days are deleted hourly, so the log does not grow without end (10 rows a search). 0 keeps them all.
+MNEMO_ACCESS_LOG_DAYS = env_int("MNEMO_ACCESS_LOG_DAYS", 90, minimum=0)
+MNEMO_ACCESS_LOG_PRUNE_SECONDS = 3600.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
@@ -199,6 +203,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "core.refresh_planner_statistics",
         "schedule": MNEMO_PLANNER_STATS_SECONDS,
     },
+    "access-log-retention": {"task": "memories.prune_access_log", "schedule": MNEMO_ACCESS_LOG_PRUNE_SECONDS},
 }
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from core.dispatch import start_background_work  # noqa: E402
 from core.tasks import optimize_vectors_when_quiet, refresh_planner_statistics  # noqa: E402
 from knowledge.services import documents_resume_stalled  # noqa: E402
 from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
-from memories.tasks import sync_unsynced_memories  # noqa: E402
+from memories.tasks import prune_access_log, sync_unsynced_memories  # noqa: E402
 
 start_background_work(
     periodic=[
@@ -21,6 +21,7 @@ start_background_work(
         (sync_unsynced_chunks, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
         (refresh_planner_statistics, settings.MNEMO_PLANNER_STATS_SECONDS),
+        (prune_access_log, settings.MNEMO_ACCESS_LOG_PRUNE_SECONDS),
         *(
             [(optimize_vectors_when_quiet, settings.MNEMO_VECTOR_OPTIMIZE_SECONDS)]
             if settings.MNEMO_VECTOR_OPTIMIZE_SECONDS

@@ -1,16 +1,19 @@
 """Background work on memories: the vector and graph mirrors (started by memories.signals), the mirror sweep,
-and the LLM's entity extraction."""
+the LLM's entity extraction and the access log's retention."""
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.db.models import F
+from django.utils import timezone
 
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from memories import mirror
-from memories.models import Entity, Memory, Relation
+from memories.models import Entity, Memory, MemoryAccess, Relation
 
 
 @shared_task(
@@ -96,3 +99,20 @@ def llm_extract_task(memory_id: str) -> int:
     found.mentions += [mention for mention in offline.mentions if mention.key not in keys]
     found.relations += offline.relations
     return len(link_entities(memory, found))
+
+
+# Rows deleted per statement: on SQLite each statement holds the one write lock while it runs.
+ACCESS_PRUNE_BATCH = 5_000
+
+
+@shared_task(name="memories.prune_access_log")
+def prune_access_log() -> int:
+    """Delete the search records older than MNEMO_ACCESS_LOG_DAYS (0 keeps them all); returns how many went."""
+    if not settings.MNEMO_ACCESS_LOG_DAYS:
+        return 0
+    cutoff = timezone.now() - timedelta(days=settings.MNEMO_ACCESS_LOG_DAYS)
+    old = MemoryAccess.objects.filter(created_at__lt=cutoff).order_by()
+    deleted = 0
+    while ids := list(old.values_list("pk", flat=True)[:ACCESS_PRUNE_BATCH]):
+        deleted += MemoryAccess.objects.filter(pk__in=ids).delete()[0]
+    return deleted

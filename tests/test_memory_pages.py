@@ -1178,6 +1178,36 @@ def test_retrievals_page_through_every_access(logged_in, user):
     assert "query 00" in second and f"query {RETRIEVALS_PER_PAGE + 2:02d}" not in second
 
 
+def test_retrievals_older_than_the_retention_are_deleted_and_the_rest_kept(
+    logged_in, user, settings, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories import tasks
+    from memories.models import MemoryAccess
+    from memories.services import record_access
+
+    memory = memory_create(user=user, content="found for months", memory_type="semantic")
+    for age_days in (400, 120, 91, 89, 1):
+        record_access(user=user, memories=[(memory, 0.5)], query=f"{age_days} days ago", via=EditVia.API)
+        MemoryAccess.objects.filter(query=f"{age_days} days ago").update(
+            created_at=timezone.now() - timedelta(days=age_days)
+        )
+    settings.MNEMO_ACCESS_LOG_DAYS = 0  # keeps every record
+    assert tasks.prune_access_log() == 0
+    settings.MNEMO_ACCESS_LOG_DAYS = 90
+    monkeypatch.setattr(tasks, "ACCESS_PRUNE_BATCH", 2)  # more old records than one batch
+    assert tasks.prune_access_log() == 3
+    kept = sorted(MemoryAccess.objects.values_list("query", flat=True))
+    assert kept == ["1 days ago", "89 days ago"]
+    html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    assert "2 in all" in html and "89 days ago" in html and "91 days ago" not in html
+    memory.refresh_from_db()
+    assert memory.access_count == 5  # the counter on the memory is its lifetime's
+
+
 def test_dashboard_lists_the_most_and_least_retrieved_memories_as_links(logged_in, user, other_user):
     from memories.services import record_access
 
