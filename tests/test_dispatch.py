@@ -149,6 +149,23 @@ def test_broker_urls_are_shown_without_passwords():
     assert dispatch.redact_url("redis://redis:6379/0") == "redis://redis:6379/0"
 
 
+def test_every_task_celery_beat_schedules_is_a_registered_task(settings):
+    # A misspelt name in the schedule would be sent on time and dropped by every worker, unnoticed.
+    from importlib import import_module
+    from importlib.util import find_spec
+
+    from django.apps import apps
+
+    from config.celery import app
+
+    for config in apps.get_app_configs():  # what the worker's autodiscover_tasks() imports
+        if find_spec(f"{config.name}.tasks"):
+            import_module(f"{config.name}.tasks")
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "memories.prune_access_log" in scheduled
+    assert scheduled <= set(app.tasks)
+
+
 def test_periodic_work_runs_on_the_local_pool(settings, monkeypatch):
     settings.CELERY_BROKER_URL = ""
     settings.MNEMO_TASKS_EAGER = False
