@@ -1,16 +1,16 @@
 """CPU slots: at most MNEMO_CPU_SLOTS (the number of cores) threads search or write memories, or search the
 knowledge base, at once.
 
-The server runs many threads so that a request waiting on the LLM, an upload or a slow client does not hold up
-the others. But a search or an add is CPU work, and much of it holds Python's GIL: with eight threads computing
-at once they mostly wait on each other, and a search cost over 90 ms of CPU instead of about 73 (50 clients at
-10,000 memories: 17 searches/s with eight at once, 21 with two, measured side by side). A thread past the slots waits
-its turn here, without spinning, and the threads doing other work (pages, health, the LLM) are not held.
+The server runs many threads so that a request waiting on the LLM, an upload or a slow client does not hold
+up the others. But a search or an add is CPU work, and much of it holds Python's GIL: with eight threads
+computing at once they mostly wait on each other, and a search cost over 90 ms of CPU instead of about 73 (50
+clients at 10,000 memories: 17 searches/s with eight at once, 21 with two, measured side by side). A thread
+past the slots waits its turn here, without spinning, and the threads doing other work (pages, health, the
+LLM) are not held.
 
 Two rules keep the wait from ever deadlocking: a thread that holds a slot takes no second one (a tool or an
 agent that searches from inside another slot's work), and a thread inside a database transaction never waits
-for one. On SQLite a write
-transaction holds the one write lock, which the threads that have the slots may be waiting for.
+for one (on SQLite a write transaction holds the one write lock, which the slot holders may be waiting for).
 """
 
 import threading
