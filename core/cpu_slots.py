@@ -57,8 +57,8 @@ def cpu_slot() -> Iterator[None]:
 
 @contextmanager
 def waiting_elsewhere() -> Iterator[None]:
-    """Give this thread's slot back while it waits on another server (the LLM, a remote embedder), and take
-    one again after, unless a transaction has begun meanwhile."""
+    """Give this thread's slot back while it waits on another server (the LLM, a remote embedder, Qdrant or
+    Neo4j), and take one again after, unless a transaction has begun meanwhile."""
     if not getattr(_held, "slot", False):
         yield
         return

@@ -140,3 +140,46 @@ def test_the_llm_client_lends_its_slot_while_it_waits(slots):
         asking.join(timeout=5)
     assert computed_at and answered_at and computed_at[0] < answered_at[0]
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("backend", ["qdrant", "neo4j"])
+def test_a_thread_waiting_on_the_vector_or_graph_server_lends_its_slot(slots, backend):
+    # A socket that accepts and never answers: the call waits out its timeout, and another thread computes
+    # meanwhile instead of waiting behind it.
+    import socket
+
+    from core.graphstore.base import GraphStoreError
+    from core.vectorstore import VectorStoreError
+
+    slots(1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        if backend == "qdrant":
+            from core.vectorstore.qdrant import QdrantServerStore
+
+            store = QdrantServerStore(f"http://127.0.0.1:{port}", timeout=1.0)
+            call, failure = (lambda: store.count("memories")), VectorStoreError
+        else:
+            from core.graphstore.neo4j import Neo4jGraphStore
+
+            graph = Neo4jGraphStore(f"bolt://127.0.0.1:{port}")
+            call, failure = (lambda: graph.neighbors("user", ["entity"])), GraphStoreError
+        computed_at: list[float] = []
+        failed_at: list[float] = []
+
+        @uses_cpu
+        def ask_the_server() -> None:
+            with pytest.raises(failure):
+                call()
+            failed_at.append(time.monotonic())
+
+        asking = threading.Thread(target=ask_the_server)
+        asking.start()
+        time.sleep(0.3)  # connected, waiting for an answer that never comes
+        other = threading.Thread(target=uses_cpu(lambda: computed_at.append(time.monotonic())))
+        other.start()
+        other.join(timeout=10)
+        asking.join(timeout=10)
+    assert computed_at and failed_at and computed_at[0] < failed_at[0]

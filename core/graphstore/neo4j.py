@@ -8,6 +8,7 @@ type and keep their kind in a `type` property.
 from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable
 
+from core.cpu_slots import waiting_elsewhere
 from core.graphstore.base import (
     EntityNode,
     GraphStore,
@@ -47,7 +48,8 @@ class Neo4jGraphStore(GraphStore):
             # Constraints first, once per process: MERGE on ids relies on them being unique.
             self.ensure_schema()
         try:
-            return self.driver.execute_query(query, params, database_=self.database).records
+            with waiting_elsewhere():  # the thread's CPU slot serves another while the server answers
+                return self.driver.execute_query(query, params, database_=self.database).records
         except AuthError as exc:
             raise GraphStoreUnavailable(
                 f"Neo4j at {self.uri} refused the credentials: check NEO4J_USERNAME/NEO4J_PASSWORD ({exc.message})"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import httpx
@@ -17,6 +17,7 @@ from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from core.breaker import Breaker
+from core.cpu_slots import waiting_elsewhere
 
 from .base import (
     AnyCondition,
@@ -252,7 +253,9 @@ class QdrantServerStore(VectorStore):
                 "Check QDRANT_URL and that the server is running."
             )
         try:
-            yield
+            # A server's answer is waited for, not computed here: the thread's CPU slot serves another meanwhile.
+            with nullcontext() if self._local else waiting_elsewhere():
+                yield
             if probe:
                 self.breaker.reset()
         except VectorStoreError as exc:
