@@ -11,6 +11,7 @@ LLM) are not held.
 Two rules keep the wait from ever deadlocking: a thread that holds a slot takes no second one (a tool or an
 agent that searches from inside another slot's work), and a thread inside a database transaction never waits
 for one (on SQLite a write transaction holds the one write lock, which the slot holders may be waiting for).
+A request whose client left while it waited stops with ClientGone when its turn comes (499).
 """
 
 import threading
@@ -20,6 +21,8 @@ from functools import wraps
 
 from django.conf import settings
 from django.db import connections
+
+from core.disconnect import ClientGone, current_client_gone
 
 _held = threading.local()
 _slots_lock = threading.Lock()
@@ -46,6 +49,9 @@ def cpu_slot() -> Iterator[None]:
         return
     slots = _semaphore()
     slots.acquire()
+    if current_client_gone():  # it left while this request waited its turn: compute nothing for nobody
+        slots.release()
+        raise ClientGone("the client went away while the request waited for a CPU slot")
     _held.slot = True
     try:
         yield

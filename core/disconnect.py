@@ -7,8 +7,10 @@ still holds. Elsewhere (Django's test client, runserver) there is no socket to a
 """
 
 import socket
+import threading
+from collections.abc import Callable
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 
 class ClientGone(Exception):
@@ -28,3 +30,30 @@ def client_gone(request: HttpRequest | None) -> bool:
         return False  # nothing arrived: the client is waiting
     except OSError:  # reset by the peer, or already closed
         return True
+
+
+_serving = threading.local()
+
+
+def current_client_gone() -> bool:
+    """client_gone() for the request this thread is serving (ClientGoneMiddleware), False outside one."""
+    return client_gone(getattr(_serving, "request", None))
+
+
+class ClientGoneMiddleware:
+    """Lets code below the views ask whether the client of the request being served is still there
+    (current_client_gone), and answers 499 for a request stopped by ClientGone: nobody reads the answer, and
+    the access log tells why it stopped."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        _serving.request = request
+        try:
+            return self.get_response(request)
+        finally:
+            _serving.request = None
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        return HttpResponse(status=499) if isinstance(exception, ClientGone) else None

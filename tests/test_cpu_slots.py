@@ -183,3 +183,40 @@ def test_a_thread_waiting_on_the_vector_or_graph_server_lends_its_slot(slots, ba
         other.join(timeout=10)
         asking.join(timeout=10)
     assert computed_at and failed_at and computed_at[0] < failed_at[0]
+
+
+@pytest.mark.django_db(transaction=True)  # outside a test transaction, as a served request: the slot is taken
+def test_a_search_whose_client_left_while_it_waited_computes_nothing_and_answers_499(
+    client, write_key, slots, monkeypatch
+):
+    import json
+    import socket
+
+    from memories import retrieval
+
+    slots(1)
+    searched: list[str] = []
+    real_search = retrieval.hybrid.search
+
+    def counting_search(*args, **kwargs):
+        searched.append(kwargs["query"])
+        return real_search(*args, **kwargs)
+
+    def search(query: str, sock: socket.socket):
+        return client.post(
+            "/api/v1/memories/search",
+            data=json.dumps({"query": query}),
+            content_type="application/json",
+            HTTP_X_API_KEY=write_key,
+            **{"gunicorn.socket": sock},  # what gunicorn puts in the environ: the client's connection
+        )
+
+    monkeypatch.setattr(retrieval.hybrid, "search", counting_search)
+    server_end, client_end = socket.socketpair()
+    with server_end, client_end:
+        assert search("who is still here?", server_end).status_code == 200
+        client_end.close()  # the client goes away before its turn
+        assert search("who left?", server_end).status_code == 499
+    assert searched == ["who is still here?"]
+    assert cpu_slots._semaphore().acquire(timeout=1)  # the slot was given back
+    cpu_slots._semaphore().release()
