@@ -55,7 +55,16 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
     if path.endswith("/reinstate"):
         statuses["409"] = "The memory is current: nothing replaced it"
     if path.endswith(("/knowledge/ask", "/knowledge/search", "/tools/rag")):
-        statuses["499"] = "The client disconnected before the LLM's answer was ready (for the access log)"
+        statuses["499"] = (
+            "The client disconnected before the LLM's answer was ready or while the request waited for a CPU "
+            "slot (for the access log)"
+        )
+    elif method == "post" and path.endswith(
+        ("/memories/", "/memories/perceptual", "/memories/search", "/tools/memory")
+    ):
+        statuses["499"] = (
+            "The client disconnected while the request waited for a CPU slot (for the access log)"
+        )
     return statuses
 
 

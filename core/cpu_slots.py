@@ -11,9 +11,11 @@ LLM) are not held.
 Two rules keep the wait from ever deadlocking: a thread that holds a slot takes no second one (a tool or an
 agent that searches from inside another slot's work), and a thread inside a database transaction never waits
 for one (on SQLite a write transaction holds the one write lock, which the slot holders may be waiting for).
-A request whose client left while it waited stops with ClientGone when its turn comes (499).
+A request whose client left while it waited stops with ClientGone when its turn comes (499), and no request
+waits longer than SLOT_WAIT_SECONDS.
 """
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +26,14 @@ from django.db import connections
 
 from core.disconnect import ClientGone, current_client_gone
 
-_held = threading.local()
+logger = logging.getLogger(__name__)
+
+# Under load a request waits seconds for its turn. Past this it computes without a slot and a warning says so:
+# slots held that long are held by something that does not give them back, and stalling every request behind
+# it would be worse than the contention the slots avoid.
+SLOT_WAIT_SECONDS = 30.0
+
+_held = threading.local()  # .slots: the semaphore whose slot this thread holds, when it holds one
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
 
@@ -41,23 +50,34 @@ def _in_transaction() -> bool:
     return any(connection.in_atomic_block for connection in connections.all(initialized_only=True))
 
 
+def _holding() -> threading.BoundedSemaphore | None:
+    return getattr(_held, "slots", None)
+
+
+def _take(slots: threading.BoundedSemaphore) -> bool:
+    """Wait for a slot of `slots`, at most SLOT_WAIT_SECONDS; whether this thread now holds one."""
+    if slots.acquire(timeout=SLOT_WAIT_SECONDS):
+        _held.slots = slots
+        return True
+    logger.warning("no CPU slot came free in %.0f s; this request computes without one", SLOT_WAIT_SECONDS)
+    return False
+
+
 @contextmanager
 def cpu_slot() -> Iterator[None]:
     """Hold one of the CPU slots for the block (waiting for one if all are taken)."""
-    if getattr(_held, "slot", False) or _in_transaction():
+    if _holding() is not None or _in_transaction():
         yield
         return
     slots = _semaphore()
-    slots.acquire()
-    if current_client_gone():  # it left while this request waited its turn: compute nothing for nobody
-        slots.release()
-        raise ClientGone("the client went away while the request waited for a CPU slot")
-    _held.slot = True
+    _take(slots)
     try:
+        if current_client_gone():  # it left while this request waited its turn: compute nothing for nobody
+            raise ClientGone("the client went away while the request waited for a CPU slot")
         yield
     finally:
-        if _held.slot:  # waiting_elsewhere() may have given it back
-            _held.slot = False
+        if _holding() is slots:  # waiting_elsewhere() may have given it back
+            _held.slots = None
             slots.release()
 
 
@@ -65,18 +85,17 @@ def cpu_slot() -> Iterator[None]:
 def waiting_elsewhere() -> Iterator[None]:
     """Give this thread's slot back while it waits on another server (the LLM, a remote embedder, Qdrant or
     Neo4j), and take one again after, unless a transaction has begun meanwhile."""
-    if not getattr(_held, "slot", False):
+    slots = _holding()
+    if slots is None:
         yield
         return
-    slots = _semaphore()
-    _held.slot = False
+    _held.slots = None
     slots.release()
     try:
         yield
     finally:
         if not _in_transaction():
-            slots.acquire()
-            _held.slot = True
+            _take(slots)
 
 
 def uses_cpu[**P, R](function: Callable[P, R]) -> Callable[P, R]:

@@ -31,7 +31,6 @@ from django_htmx.http import (
 )
 
 from core import hybrid
-from core.disconnect import ClientGone
 from core.llm import Budget
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
@@ -340,13 +339,8 @@ def linked_answer(text: str, count: int) -> SafeString:
 
 
 def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpResponse:
-    try:
-        return _retrieval_page(request, asking=asking)
-    except ClientGone:  # nobody reads the page; 499 tells the access log why it stopped
-        return HttpResponse(status=499)
-
-
-def _retrieval_page(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpResponse:
+    """The search and ask pages. When the client leaves before the LLM answers, ClientGone stops the request
+    and core.disconnect's middleware answers 499 for the access log."""
     form = SearchForm(request.GET or None, namespaces=_namespaces(request))
     context: dict = {
         "form": form,

@@ -91,6 +91,28 @@ def test_a_thread_inside_a_transaction_never_waits_for_a_slot(slots):
         holder.join(timeout=5)
 
 
+def test_no_thread_waits_for_a_slot_longer_than_the_bound(slots, monkeypatch, caplog):
+    # Slots that something never gives back must not stall every request behind them.
+    slots(1)
+    monkeypatch.setattr(cpu_slots, "SLOT_WAIT_SECONDS", 0.2)
+    taken, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=uses_cpu(lambda: (taken.set(), release.wait(10))))
+    holder.start()
+    try:
+        assert taken.wait(5)
+        began = time.monotonic()
+        assert uses_cpu(lambda: "computed")() == "computed"
+        assert 0.2 <= time.monotonic() - began < 2
+        assert "no CPU slot came free" in caplog.text
+    finally:
+        release.set()
+        holder.join(timeout=5)
+    # The holder gave its slot back and the unslotted call released nothing: exactly one slot is free.
+    assert cpu_slots._semaphore().acquire(timeout=1)
+    assert not cpu_slots._semaphore().acquire(timeout=0.1)
+    cpu_slots._semaphore().release()
+
+
 def test_a_thread_waiting_on_another_server_lends_its_slot(slots):
     # The LLM or a remote embedder: while one request waits on it, another computes.
     slots(1)

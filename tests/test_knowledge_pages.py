@@ -859,3 +859,20 @@ def test_a_query_is_normalised_like_the_documents(user):
     hits = search_chunks(user=user, query="ＡＰＩ ｔｏｋｅｎｓ", limit=3).hits
     assert hits and hits[0].scores["lexical"] > 0
     assert "billing API" in hits[0].chunk.text
+
+
+def test_a_search_page_whose_client_left_asks_the_llm_nothing_and_answers_499(logged_in, fake_llm):
+    # MQE asks the LLM first; the client's end of the connection is already closed, so the request stops
+    # before that call (core.llm.Budget) and core.disconnect's middleware answers 499 for the access log.
+    import socket
+
+    server_end, client_end = socket.socketpair()
+    with server_end, client_end:
+        client_end.close()
+        response = logged_in.get(
+            reverse("knowledge_search"),
+            {"q": "holiday plans", "mqe": "on"},
+            **{"gunicorn.socket": server_end},
+        )
+    assert response.status_code == 499
+    assert fake_llm.requests == []
