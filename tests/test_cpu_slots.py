@@ -137,30 +137,35 @@ def test_a_thread_waiting_on_another_server_lends_its_slot(slots):
     cpu_slots._semaphore().release()
 
 
+def computes_meanwhile(wait_on_a_server) -> bool:
+    """Whether, with one slot, another thread computes while `wait_on_a_server` runs in that slot."""
+    computed_at: list[float] = []
+    finished_at: list[float] = []
+
+    @uses_cpu
+    def waiting() -> None:
+        wait_on_a_server()
+        finished_at.append(time.monotonic())
+
+    asking = threading.Thread(target=waiting)
+    asking.start()
+    time.sleep(0.3)  # the request is with the server now
+    other = threading.Thread(target=uses_cpu(lambda: computed_at.append(time.monotonic())))
+    other.start()
+    other.join(timeout=10)
+    asking.join(timeout=10)
+    return bool(computed_at and finished_at and computed_at[0] < finished_at[0])
+
+
 def test_the_llm_client_lends_its_slot_while_it_waits(slots):
     from core.llm import LLMClient
     from tests.fake_llm import FakeLLM
 
     slots(1)
-    computed_at: list[float] = []
-    answered_at: list[float] = []
-
-    @uses_cpu
-    def ask() -> None:
-        client.ask("system", "Hello")
-        answered_at.append(time.monotonic())
-
     with FakeLLM() as fake:
-        fake.delay = 0.5
+        fake.delay = 0.8
         client = LLMClient(fake.url, "key", "model", timeout=5)
-        asking = threading.Thread(target=ask)
-        asking.start()
-        time.sleep(0.2)  # the request is with the model now
-        other = threading.Thread(target=uses_cpu(lambda: computed_at.append(time.monotonic())))
-        other.start()
-        other.join(timeout=5)
-        asking.join(timeout=5)
-    assert computed_at and answered_at and computed_at[0] < answered_at[0]
+        assert computes_meanwhile(lambda: client.ask("system", "Hello"))
     assert len(fake.requests) == 1
 
 
@@ -188,23 +193,12 @@ def test_a_thread_waiting_on_the_vector_or_graph_server_lends_its_slot(slots, ba
 
             graph = Neo4jGraphStore(f"bolt://127.0.0.1:{port}")
             call, failure = (lambda: graph.neighbors("user", ["entity"])), GraphStoreError
-        computed_at: list[float] = []
-        failed_at: list[float] = []
 
-        @uses_cpu
         def ask_the_server() -> None:
             with pytest.raises(failure):
                 call()
-            failed_at.append(time.monotonic())
 
-        asking = threading.Thread(target=ask_the_server)
-        asking.start()
-        time.sleep(0.3)  # connected, waiting for an answer that never comes
-        other = threading.Thread(target=uses_cpu(lambda: computed_at.append(time.monotonic())))
-        other.start()
-        other.join(timeout=10)
-        asking.join(timeout=10)
-    assert computed_at and failed_at and computed_at[0] < failed_at[0]
+        assert computes_meanwhile(ask_the_server)
 
 
 @pytest.mark.django_db(transaction=True)  # outside a test transaction, as a served request: the slot is taken
