@@ -582,8 +582,15 @@ class EmbeddingSet:
             for name, embedder in self.spaces.items()
         }
 
-    def embed_query(self, text: str) -> dict[str, np.ndarray]:
-        return {name: embedder.embed_query(text) for name, embedder in self.spaces.items()}
+    def embed_query(self, text: str, spaces: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """The query's vector in each of `spaces` (default: all)."""
+        names = self.spaces if spaces is None else spaces
+        return {name: self.spaces[name].embed_query(text) for name in names}
+
+    def spaces_reading(self, query_cjk: bool) -> list[str]:
+        """The spaces that read a query in this script against some text (pair_weights gives the others no
+        weight with any text): an English-only model has nothing to say about a Chinese query."""
+        return [name for name, embedder in self.spaces.items() if embedder.multilingual or not query_cjk]
 
     def pair_weights(self, query_cjk: bool, text_cjk: bool, readable_share: float = 1.0) -> dict[str, float]:
         """Weight per space, summing to 1, for comparing a query with one text.

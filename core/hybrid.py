@@ -128,11 +128,16 @@ def gather(
     where: Where,
     limit: int,
     dense_text: str | None = None,
+    every_space: bool = False,
 ) -> Signals:
-    """Every signal's ranking. `dense_text` replaces the query for the dense signals only (HyDE)."""
+    """Every signal's ranking that fusion weighs: a dense space that reads no text in the query's script (MiniLM
+    for a Chinese query) is neither embedded nor searched, unless `every_space` (to compare the signals alone).
+    `dense_text` replaces the query for the dense signals only (HyDE)."""
     rankings: dict[str, Ranking] = {}
     payloads: dict[str, dict] = {}
-    for space, vector in stores.embedding_set().embed_query(dense_text or query).items():
+    embedding_set = stores.embedding_set()
+    spaces = None if every_space else embedding_set.spaces_reading(cjk_ratio(query) >= CJK_CUTOFF)
+    for space, vector in embedding_set.embed_query(dense_text or query, spaces).items():
         hits = store.search(
             collection,
             using=space,
@@ -163,7 +168,7 @@ def signal_rankings(
     store: VectorStore, collection: str, *, query: str, where: Where, limit: int
 ) -> dict[str, Ranking]:
     """Each signal's ranking alone, best first (benchmarks and the evaluation page compare them)."""
-    return gather(store, collection, query=query, where=where, limit=limit).rankings
+    return gather(store, collection, query=query, where=where, limit=limit, every_space=True).rankings
 
 
 def points(

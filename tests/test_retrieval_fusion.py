@@ -284,3 +284,28 @@ def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):
     assert query_words("谁会写前端？") == ["前端"]
     add(user, "李四是前端工程师，擅长React和Vue.js开发", "张三是一名Python开发者", "王五喜欢爬山")
     assert top(user, "谁会写前端？")[0] == "李四是前端工程师，擅长React和Vue.js开发"
+
+
+def test_a_chinese_question_is_not_embedded_by_a_model_that_reads_no_chinese(user):
+    # MiniLM turns Chinese into [UNK]s and fusion gives it no weight for a Chinese query: embedding the query and
+    # searching its space would be CPU for nothing (a fifth of a Chinese search).
+    from unittest import mock
+
+    from core import hybrid, stores
+    from memories import mirror
+
+    add(user, "用户每天骑电动车通勤", "用户喜欢爵士乐", "The user drinks green tea.")
+    minilm = stores.embedding_set().spaces["minilm"]
+    with mock.patch.object(minilm, "embed_query", wraps=minilm.embed_query) as embedded:
+        hits = search_memories(user=user, query="用户平时怎么去上班？").hits
+        assert hits[0].memory.content == "用户每天骑电动车通勤"
+        assert embedded.call_count == 0
+        assert "dense_minilm" not in hits[0].scores and "dense_e5" in hits[0].scores
+        search_memories(user=user, query="How does the user get to work?")
+        assert embedded.call_count == 1  # an English question still is
+        # Compared alone (benchmarks, the evaluation page), every signal answers.
+        where = {"user_id": str(user.pk)}
+        rankings = hybrid.signal_rankings(
+            mirror.memory_store(), mirror.COLLECTION, query="用户平时怎么去上班？", where=where, limit=3
+        )
+        assert {"minilm", "use", "e5", "lexical"} <= set(rankings)
