@@ -35,18 +35,6 @@ LiveServerThread.server_class = OneRequestAtATimeServer  # pytest-django's live_
 
 
 @pytest.fixture(autouse=True)
-def slots_for_every_thread(monkeypatch):
-    """As many CPU slots (core.cpu_slots) as the live server could ever have threads. With two, the chat
-    pages' tests hung now and then (3 runs in about 12, each a request that never answered); the cause is not
-    found. This server is not served Mnemo: its threads share the test's one SQLite connection and a streamed
-    answer runs outside the lock above. Served Mnemo keeps its real slots in the gunicorn tests, and the slots'
-    own behaviour is tests/test_cpu_slots.py's."""
-    from core import cpu_slots
-
-    monkeypatch.setattr(cpu_slots, "_slots", threading.BoundedSemaphore(64))
-
-
-@pytest.fixture(autouse=True)
 def keep_screenshots(request, tmp_path):
     """Screenshots a test saves in its tmp_path are copied to test-artifacts/screenshots/<test>/, which outlives
     pytest's rotation of temporary folders, for a person or CI to look at."""

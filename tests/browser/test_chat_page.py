@@ -15,6 +15,9 @@ def start_a_chat(page: Page, log_in) -> None:
     expect(page.get_by_role("heading", name="Chat", exact=True)).to_be_visible()
     page.get_by_role("button", name="New chat").click()
     expect(page.get_by_text("No messages yet.")).to_be_visible()
+    # The page shows before its deferred chat.js has run, and Enter pressed then only adds a line to the box
+    # (the form without JavaScript): the message was never sent, and the test waited 60 s for an answer.
+    page.wait_for_load_state()
     # A mark that a full page load would wipe: the answer must arrive without one (streamed by chat.js).
     page.evaluate("window.chatMark = 'still here'")
 
