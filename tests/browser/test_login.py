@@ -29,7 +29,9 @@ def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, c
     expect(page.get_by_role("cell", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
     expect(page.get_by_role("navigation", name="Main").get_by_role("link")).to_have_count(9)
     expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Evaluation")).to_be_visible()
-    # htmx loaded under the CSP (its global exists), and nothing was blocked.
+    # htmx loaded under the CSP (its global exists), and nothing was blocked. The page shows before its deferred
+    # scripts have run: ask once it has loaded.
+    page.wait_for_load_state()
     assert page.evaluate("typeof window.htmx") == "object"
     assert csp_violations == []
     # The CJK glyphs come from a real font (fonts-noto-cjk), not tofu: the text has a real width.

@@ -82,6 +82,7 @@ def test_add_every_type_and_see_and_download_the_image(
 
     image = page.get_by_role("img", name="a tiny red square")
     expect(image).to_be_visible()
+    page.wait_for_load_state()  # the image is in the page before its bytes have arrived
     assert image.evaluate("img => img.complete && img.naturalWidth") == 1  # the owner's session loads it
     with page.expect_download() as download:
         page.get_by_role("link", name="Download square.png").click()
