@@ -303,7 +303,8 @@ def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
             round(relevance, 6),
             round(coverages[point_id], 4),
             round(dense, 4),
-            {name: round(similarity, 4) for name, similarity in similarities.items()},
+            # Only the spaces that had a say: MiniLM's cosine between English and Chinese is noise, not evidence.
+            {name: round(similarity, 4) for name, similarity in similarities.items() if weights[name] > 0},
             above_floor,
         )
     return evidence

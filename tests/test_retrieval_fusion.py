@@ -95,7 +95,11 @@ def test_an_english_question_finds_a_chinese_memory(user):
         "The user has a sister in Oslo.",
         "The user drinks green tea.",
     )
-    assert top(user, "How does the user commute to work?")[0] == "用户每天骑电动车通勤"
+    hit = search_memories(user=user, query="How does the user commute to work?").hits[0]
+    assert hit.memory.content == "用户每天骑电动车通勤"
+    # Its score parts name USE, which bridges the two languages, and not the models that cannot read the pair.
+    assert "dense_use" in hit.scores
+    assert "dense_minilm" not in hit.scores and "dense_e5" not in hit.scores
 
 
 def test_scores_stay_within_zero_and_one_and_explain_each_part(user):
