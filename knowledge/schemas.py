@@ -87,8 +87,9 @@ class ChunkHitOut(Schema):
     score: float = Field(description=hybrid.SCORE_PARTS["fused"])
     scores: dict[str, float] = Field(
         description=" ".join(f"`{name}`: {text}" for name, text in hybrid.SCORE_PARTS.items())
-        + " `dense_<model>`: that model's raw cosine similarity, for each model that reads both texts' languages (an English-only model has no say on Chinese). Passages under every model's noise floor and "
-        "without half the query's words are left out."
+        + " `dense_<model>`: that model's raw cosine similarity, for each model that reads both texts' languages"
+        " (an English-only model has no say on Chinese). Passages under every model's noise floor and without"
+        " half the query's words are left out."
     )
 
 

@@ -149,7 +149,8 @@ class ScoredMemoryOut(Schema):
     scores: dict[str, float] = Field(
         description="Why it ranked here, 0..1 unless noted. "
         + " ".join(f"`{name}`: {text}" for name, text in SCORE_PARTS.items() if name != "score")
-        + " `dense_<model>`: that model's raw cosine similarity, for each model that reads both texts' languages (an English-only model has no say on Chinese)."
+        + " `dense_<model>`: that model's raw cosine similarity, for each model that reads both texts' languages"
+        " (an English-only model has no say on Chinese)."
     )
 
 
