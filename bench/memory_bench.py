@@ -931,7 +931,7 @@ Client-side wall time per request (request → parsed JSON), so it includes HTTP
 
 Split (after the server stopped, the same data dir opened in one process with Django, the same queries,
 the first {args.warmup} discarded; each part timed around the function `memories.retrieval` calls; the
-"within" rows overlap each other inside the signals and are not added to the rest):
+"within" and "beside" rows run at the same time as the signals and are not added to the rest):
 
 {chr(10).join(split_table)}
 
@@ -1000,29 +1000,20 @@ def _split(args: argparse.Namespace) -> None:
     user = get_user_model().objects.get(username="latency")
     parts: dict[str, float] = defaultdict(float)
 
-    def timed(name, function):
-        def wrapper(*a, **kw):
-            began = time.perf_counter()
-            try:
-                return function(*a, **kw)
-            finally:
-                parts[name] += (time.perf_counter() - began) * 1000
-
-        return wrapper
-
-    # The spaces embed the query and search side by side (core.hybrid.gather), so they are timed as one part,
-    # and each model's embedding beside it ("within"), overlapping the others and not added to the named parts.
+    # The spaces embed the query and search side by side (core.hybrid.gather) while this thread reads the
+    # graph's reach, so those are timed as one part, the signals, and the overlapping ones beside it
+    # ("within"/"beside" rows), which are not added to the named parts.
     within: dict[str, float] = defaultdict(float)
-    within_lock = threading.Lock()
+    lock = threading.Lock()
 
-    def timed_within(name, function):
+    def timed(name, function, into=parts):
         def wrapper(*a, **kw):
             began = time.perf_counter()
             try:
                 return function(*a, **kw)
             finally:
-                with within_lock:
-                    within[name] += (time.perf_counter() - began) * 1000
+                with lock:
+                    into[name] += (time.perf_counter() - began) * 1000
 
         return wrapper
 
@@ -1033,10 +1024,15 @@ def _split(args: argparse.Namespace) -> None:
         hybrid.gather,
     )
     for name, embedder in embedding_set.spaces.items():
-        embedder.embed_query = timed_within(
-            f"within the signals: {name} embeds the query", embedder.embed_query
+        embedder.embed_query = timed(
+            f"within the signals: {name} embeds the query", embedder.embed_query, within
         )
-    retrieval._graph_scores = timed("graph scores (entities in the query)", retrieval._graph_scores)
+    retrieval._graph_reach = timed(
+        "beside the signals: the graph's reach (entities in the query, neighbours)",
+        retrieval._graph_reach,
+        within,
+    )
+    retrieval._graph_scores = timed("graph scores of the found memories (SQL)", retrieval._graph_scores)
     retrieval._candidates = timed("candidates' ranking columns (SQL)", retrieval._candidates)
     retrieval._rows = timed("whole rows of the returned hits (SQL)", retrieval._rows)
     out: dict[str, list[float]] = defaultdict(list)

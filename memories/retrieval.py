@@ -28,6 +28,7 @@ from django.utils import timezone
 from core import hybrid, stores
 from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
+from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
 from core.text import lexical_terms
 from core.vectorstore import VectorStoreError
@@ -145,18 +146,29 @@ def search_memories(
         time_range=time_range,
         now=now,
     )
-    notice = ""
-    try:
-        fused = hybrid.search(
-            mirror.memory_store(), mirror.COLLECTION, query=query, where=where, limit=CANDIDATES_PER_SIGNAL
-        )
-    except VectorStoreError as exc:
-        logger.warning("vector search unavailable, falling back to text match: %s", exc)
-        fused = hybrid.Fused()
-        notice = f"The vector store is unavailable ({exc}); results come from a plain text match."
-    relevance_by_id, evidence = fused.relevance, fused.evidence
 
-    graph, graph_notice = _graph_scores(user, query, set(relevance_by_id))
+    def signals() -> tuple[hybrid.Fused, str]:
+        try:
+            fused = hybrid.search(
+                mirror.memory_store(),
+                mirror.COLLECTION,
+                query=query,
+                where=where,
+                limit=CANDIDATES_PER_SIGNAL,
+            )
+        except VectorStoreError as exc:
+            logger.warning("vector search unavailable, falling back to text match: %s", exc)
+            return (
+                hybrid.Fused(),
+                f"The vector store is unavailable ({exc}); results come from a plain text match.",
+            )
+        return fused, ""
+
+    # The graph's reach needs only the query: it is read here (SQL, this thread's connection) while the models
+    # embed the query and the store searches in other threads.
+    reach, (fused, notice) = side_by_side(lambda: _graph_reach(user, query), signals)
+    relevance_by_id, evidence = fused.relevance, fused.evidence
+    graph = _graph_scores(reach, set(relevance_by_id))
     candidates = _candidates(user, set(relevance_by_id) | set(graph), scope, now)
     if notice:
         matches = _text_match(user, query, scope, now)
@@ -183,7 +195,7 @@ def search_memories(
     hits = [
         MemoryHit(rows[memory_id], score, scores) for score, memory_id, scores in ranked if memory_id in rows
     ]
-    return SearchResult(hits, " ".join(text for text in (notice, graph_notice) if text))
+    return SearchResult(hits, " ".join(text for text in (notice, reach.notice) if text))
 
 
 @dataclass(frozen=True)
@@ -236,12 +248,41 @@ def _importance_weight(importance: float) -> float:
     return 1 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * importance_weight(importance) / importance_weight(1.0)
 
 
-def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, float], str]:
-    """Memories linked to entities named in the query or to their neighbours within two hops, and a notice
-    when the graph server could not answer.
+@dataclass(frozen=True)
+class _GraphReach:
+    """What the graph says about a query before any memory is found: the entities it names and their
+    neighbours (entity id → hops), the links of the user's facts to them, and how many memories the user has."""
 
-    The query's entities are the user's known entities whose name it contains (entities.name_keys): one
-    indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case.
+    distance: dict[str, int] = field(default_factory=dict)
+    fact_links: list[tuple[str, str]] = field(default_factory=list)
+    memories: int = 0
+    notice: str = ""
+
+
+def _graph_reach(user: User, query: str) -> _GraphReach:
+    """The query's entities are the user's known entities whose name it contains (entities.name_keys): one
+    indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case."""
+    start = {
+        str(pk)
+        for pk in Entity.objects.filter(user=user, key__in=sorted(name_keys(query))).values_list(
+            "pk", flat=True
+        )
+    }
+    if not start:
+        return _GraphReach()
+    distance = dict.fromkeys(start, 0)
+    neighbors, notice = stores.read_graph(
+        lambda graph: graph.neighbors(str(user.pk), sorted(start), depth=GRAPH_DEPTH)
+    )
+    for neighbor in neighbors:
+        distance.setdefault(neighbor.entity_id, neighbor.distance)
+    return _GraphReach(
+        distance, _fact_links(user, distance), Memory.objects.filter(user=user).count(), notice
+    )
+
+
+def _graph_scores(reach: _GraphReach, found: set[str]) -> dict[str, float]:
+    """Memories linked to the query's entities or to their neighbours within two hops.
 
     Only facts rank by their links alone (_shape); any other memory needs a relevance of its own, so of those
     only the ones the signals `found` are scored. A speaker's name in a conversation links hundreds of events:
@@ -251,27 +292,16 @@ def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, fl
     entity linked to n of the user's N memories: 1 for an entity on one memory, log 2 / log(1 + N) for one on
     every memory (0.1 at 1,000 memories), so the user's own name no longer lifts them all.
     """
-    start = {
-        str(pk)
-        for pk in Entity.objects.filter(user=user, key__in=sorted(name_keys(query))).values_list(
-            "pk", flat=True
-        )
-    }
-    if not start:
-        return {}, ""
-    distance = dict.fromkeys(start, 0)
-    neighbors, notice = stores.read_graph(
-        lambda graph: graph.neighbors(str(user.pk), sorted(start), depth=GRAPH_DEPTH)
-    )
-    for neighbor in neighbors:
-        distance.setdefault(neighbor.entity_id, neighbor.distance)
+    distance = reach.distance
+    if not distance:
+        return {}
     # The rows come raw (core.queries.raw_rows): ids as the database stores them, turned into text only where
     # they meet the text ids of the graph and the vector store.
     # Two lookups, not one OR: SQLite answers `memory IN … OR memory.type = …` by scanning every link.
     # The found memories' links are read by memory and kept for the entities in reach here, in Python: with
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
     found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
-    fact_links = _fact_links(user, distance)
+    fact_links = reach.fact_links
     # Links per entity, for the entities these links reach only: every entity in reach (300 at a hub) meant
     # counting most of the user's links. Entities are per user, so the link index alone counts them, no join.
     linked_entities = {entity_id for _, entity_id in (*found_links, *fact_links)}
@@ -283,7 +313,7 @@ def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, fl
             .order_by()
         )
     )
-    memories = Memory.objects.filter(user=user).count()
+    memories = reach.memories
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
     closest: dict[str, tuple[int, float]] = {}
@@ -296,7 +326,7 @@ def _graph_scores(user: User, query: str, found: set[str]) -> tuple[dict[str, fl
         memory_id: GRAPH_HOP_SCORES.get(-negative_hops, 0.0) * specificity
         for memory_id, (negative_hops, specificity) in closest.items()
     }
-    return {memory_id: score for memory_id, score in scores.items() if score > 0}, notice
+    return {memory_id: score for memory_id, score in scores.items() if score > 0}
 
 
 # A fact names about this many entities (memories.entities caps a memory's links well above it).

@@ -164,13 +164,14 @@ def test_graph_scores_are_the_same_whichever_side_the_fact_links_are_read_from(
     tool.run({"action": "add", "content": "React 19 adds server actions", "memory_type": "semantic"})
     tool.run({"action": "add", "content": "李四 went hiking on Sunday", "memory_type": "episodic"})
     event = Memory.objects.get(content="李四 went hiking on Sunday")
-    scores, _ = retrieval._graph_scores(user, "李四", found=set())
+    reach = retrieval._graph_reach(user, "李四")
+    scores = retrieval._graph_scores(reach, found=set())
     by_content = {Memory.objects.get(pk=pk).content: score for pk, score in scores.items()}
     assert by_content == {
         "李四擅长React": pytest.approx(math.log(1 + 3 / 2) / math.log(4), abs=1e-6),
         "React 19 adds server actions": pytest.approx(0.6 * math.log(1 + 3 / 2) / math.log(4), abs=1e-6),
     }
-    scores, _ = retrieval._graph_scores(user, "李四", found={str(event.pk)})
+    scores = retrieval._graph_scores(reach, found={str(event.pk)})
     assert str(event.pk) in scores
 
 

@@ -323,6 +323,33 @@ def test_a_search_embeds_its_query_in_every_space_at_once(user):
     assert len(threads) == len(spaces)
 
 
+def test_the_graph_is_read_while_the_query_is_embedded(user):
+    # The entities a query names and their neighbours need no search result, so they are read while the
+    # models embed: the two wait for each other here, which one after the other would never do.
+    import threading
+    from unittest import mock
+
+    from memories import retrieval
+
+    add(user, "Ana's manager is Kofi Mensah.", "The user drinks green tea.")
+    both_begun = threading.Barrier(2, timeout=10)
+
+    def waiting(function):
+        def wrapper(*args, **kwargs):
+            both_begun.wait()
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    with (
+        mock.patch.object(retrieval, "_graph_reach", waiting(retrieval._graph_reach)),
+        mock.patch.object(retrieval.hybrid, "search", waiting(retrieval.hybrid.search)),
+    ):
+        hits = search_memories(user=user, query="Who is Ana's boss?").hits
+    assert hits[0].memory.content == "Ana's manager is Kofi Mensah."
+    assert hits[0].scores["graph"] > 0  # Ana is a known entity: the reach was used
+
+
 def test_a_chinese_question_is_not_embedded_by_a_model_that_reads_no_chinese(user):
     # MiniLM turns Chinese into [UNK]s and fusion gives it no weight for a Chinese query: embedding the query and
     # searching its space would be CPU for nothing (a fifth of a Chinese search).
