@@ -545,7 +545,11 @@ class EmbeddingSet:
             known = {text: self._recent[text] for text in texts if text in self._recent}
         missing = list(dict.fromkeys(text for text in texts if text not in known))
         if missing:
-            fresh = {name: embedder.embed(missing) for name, embedder in self.spaces.items()}
+            # Side by side, like a query's (core.hybrid.gather): an add waits for e5, not for all three models.
+            spaces = list(self.spaces.items())
+            fresh = dict(
+                zip(self.spaces, in_parallel(spaces, lambda space: space[1].embed(missing)), strict=True)
+            )
             with self._recent_lock:
                 for index, text in enumerate(missing):
                     known[text] = self._recent[text] = {name: rows[index] for name, rows in fresh.items()}

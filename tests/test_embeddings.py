@@ -13,6 +13,7 @@ import pytest
 
 from core.embeddings import (
     CJK_CUTOFF,
+    Embedder,
     EmbeddingError,
     EmbeddingSet,
     MiniLMEmbedder,
@@ -593,3 +594,24 @@ def test_a_space_is_asked_about_a_query_where_fusion_weighs_it():
     # Alone, an English-only model still ranks a Chinese query: it is all there is.
     alone = EmbeddingSet([MiniLMEmbedder()])
     assert alone.spaces_reading(query_cjk=True) == ["minilm"]
+
+
+def test_a_new_text_is_embedded_in_every_space_at_once():
+    # An add waits for its slowest model, not for the sum of them: each space embeds in a thread of its own.
+    # Every model here waits until all have begun; one after the other, the first would wait alone.
+    all_begun = threading.Barrier(3, timeout=10)
+
+    class Waiting(Embedder):
+        dimension = 4
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.max_chars = 100
+
+        def _embed(self, texts: list[str]) -> np.ndarray:
+            all_begun.wait()
+            return np.ones((len(texts), self.dimension), dtype=np.float32)
+
+    embedding_set = EmbeddingSet([Waiting("a"), Waiting("b"), Waiting("c")])
+    vectors = embedding_set.embed_documents(["one text", "another"])
+    assert {name: rows.shape for name, rows in vectors.items()} == {name: (2, 4) for name in "abc"}
