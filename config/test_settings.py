@@ -1,10 +1,15 @@
 """Settings for pytest: the embedded defaults in a throw-away data folder, fast hashing, no manifest."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
-# Tests never touch the developer's var/: each run gets its own data folder unless one is given.
-os.environ.setdefault("MNEMO_DATA_DIR", tempfile.mkdtemp(prefix="mnemo-test-"))
+# Tests never touch the developer's var/: each run gets its own data folder unless one is given, and removes it
+# at exit (the processes it starts inherit the variable, so only the one that made the folder removes it).
+if "MNEMO_DATA_DIR" not in os.environ:
+    os.environ["MNEMO_DATA_DIR"] = tempfile.mkdtemp(prefix="mnemo-test-")
+    atexit.register(shutil.rmtree, os.environ["MNEMO_DATA_DIR"], ignore_errors=True)
 
 from config.settings import *  # noqa: E402, F403
 

@@ -251,7 +251,8 @@ def _importance_weight(importance: float) -> float:
 @dataclass(frozen=True)
 class _GraphReach:
     """What the graph says about a query before any memory is found: the entities it names and their
-    neighbours (entity id → hops), the links of the user's facts to them, and how many memories the user has."""
+    neighbours (entity id → hops), the links of the user's facts to them, how many memories the user has, and
+    a notice when the graph server could not answer (the SQL graph answered instead: core.stores.read_graph)."""
 
     distance: dict[str, int] = field(default_factory=dict)
     fact_links: list[tuple[str, str]] = field(default_factory=list)

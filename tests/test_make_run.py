@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 from gunicorn.ctl.client import ControlClient
 
@@ -53,3 +54,27 @@ def test_two_installs_on_one_host_keep_their_own_control_socket(tmp_path):
 
     assert not (first.data_dir / "gunicorn.ctl").exists()
     assert not (second.data_dir / "gunicorn.ctl").exists()
+
+
+def test_the_tests_keep_out_of_the_data_folder_make_run_serves(tmp_path):
+    # `make run` serves from MNEMO_DATA_DIR (var/ by default), which make exports; the tests' uploads and files
+    # went there. `make test` runs the tests without it, and the test settings make a folder of their own,
+    # removed when the process that made it exits.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
+    done = subprocess.run(
+        ["make", "-n", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert any(
+        line.startswith("env -u MNEMO_DATA_DIR ") and "-m pytest" in line for line in done.stdout.splitlines()
+    )
+
+    script = "from django.conf import settings; print(settings.DATA_DIR)"
+    env = {k: v for k, v in os.environ.items() if k != "MNEMO_DATA_DIR"}
+    env["DJANGO_SETTINGS_MODULE"] = "config.test_settings"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    data_dir = done.stdout.strip().splitlines()[-1]
+    assert "/mnemo-test-" in data_dir and not os.path.exists(data_dir)
