@@ -50,7 +50,7 @@ run: $(VENV)/.installed
 	@mkdir -p $(MNEMO_DATA_DIR)
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py collectstatic --no-input -v 0
-	$(PY) manage.py setup_demo
+	$(PY) manage.py setup_demo --url http://$(HOST):$(PORT)
 	@echo "Serving Mnemo at http://$(HOST):$(PORT) (API docs: http://$(HOST):$(PORT)/api/v1/docs). Ctrl-C stops it."
 	@# config/gunicorn.conf.py: one process, eight threads, the control socket in $(MNEMO_DATA_DIR).
 	exec $(VENV)/bin/gunicorn -c config/gunicorn.conf.py --bind $(HOST):$(PORT)

@@ -23,9 +23,10 @@ def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
     assert Document.objects.count() == 3
     assert set(Document.objects.values_list("status", flat=True)) == {"ready"}
 
-    call_command("setup_demo")
+    call_command("setup_demo", url="http://127.0.0.2:8123")
     second = capsys.readouterr().out
     assert password not in second  # printed once
+    assert "Log in at http://127.0.0.2:8123 as demo; the password is" in second
     assert Memory.objects.count() == len(contents)  # not loaded twice
     assert Document.objects.count() == 3
 

@@ -26,6 +26,8 @@ def test_make_run_serves_on_host_and_port(tmp_path):
 
     assert "exec .venv/bin/gunicorn -c config/gunicorn.conf.py --bind 127.0.0.2:8123" in lines
     assert any("Serving Mnemo at http://127.0.0.2:8123 " in line for line in lines)
+    # The first run's login line names the same address (it said 127.0.0.1:8000 whatever the port).
+    assert ".venv/bin/python manage.py setup_demo --url http://127.0.0.2:8123" in lines
     assert f"mkdir -p {tmp_path}" in lines
 
 
