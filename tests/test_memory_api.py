@@ -34,6 +34,25 @@ def test_a_new_memory_is_searchable_when_the_call_returns(api):
     assert results[0]["scores"]["lexical"] > 0
 
 
+def test_a_collection_answers_without_its_trailing_slash(api, client, user):
+    # A 301 to /memories/ was followed with a GET by HTTP clients: the new memory became a listing, 200, and
+    # nothing was stored. The API serves the slashed address with the request's method and body instead.
+    response = api(
+        "post", "/memories", {"content": "Ana's manager is Kofi Mensah.", "memory_type": "semantic"}
+    )
+    assert response.status_code == 201
+    assert Memory.objects.filter(user=user, content="Ana's manager is Kofi Mensah.").count() == 1
+    listed = api("get", "/memories")
+    assert listed.status_code == 200 and listed.json()["count"] == 1
+    assert api("get", "/sessions").status_code == 200
+    assert api("get", "/documents/").status_code == 200  # and the other way round
+    assert api("get", "/no-such-collection").status_code == 404
+    # Pages keep Django's redirect to the slashed address.
+    client.force_login(user)
+    page = client.get("/memories")
+    assert page.status_code == 301 and page["Location"] == "/memories/"
+
+
 def test_an_edit_is_searchable_when_the_call_returns(api):
     memory_id = api(
         "post", "/memories/", {"content": "the meeting is in Berlin", "memory_type": "episodic"}
