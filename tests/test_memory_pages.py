@@ -183,6 +183,14 @@ def test_search_shows_each_score_part(logged_in, user):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_search_nothing_matches_says_so(logged_in, user):
+    memory_create(user=user, content="the meeting moved to Lisbon", memory_type="episodic")
+    html = table(logged_in, "?q=zzqxj").text
+    assert "No memory matches this search." in html
+    assert "0 results" not in html and "What the scores mean" not in html
+
+
+@pytest.mark.django_db(transaction=True)
 def test_search_applies_the_filters(logged_in, user):
     memory_create(user=user, content="Lisbon trip planning", memory_type="episodic", importance=0.9)
     memory_create(
