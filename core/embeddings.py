@@ -546,10 +546,9 @@ class EmbeddingSet:
         missing = list(dict.fromkeys(text for text in texts if text not in known))
         if missing:
             # Side by side, like a query's (core.hybrid.gather): an add waits for e5, not for all three models.
-            spaces = list(self.spaces.items())
-            fresh = dict(
-                zip(self.spaces, in_parallel(spaces, lambda space: space[1].embed(missing)), strict=True)
-            )
+            names = list(self.spaces)
+            rows = in_parallel(names, lambda name: self.spaces[name].embed(missing))
+            fresh = dict(zip(names, rows, strict=True))
             with self._recent_lock:
                 for index, text in enumerate(missing):
                     known[text] = self._recent[text] = {name: rows[index] for name, rows in fresh.items()}

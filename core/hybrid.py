@@ -143,7 +143,7 @@ def gather(
         if space == LEXICAL:
             vector: Sequence[float] | SparseVector = sparse
         else:
-            vector = embedding_set.embed_query(dense_query, [space])[space].tolist()
+            vector = embedding_set.spaces[space].embed_query(dense_query).tolist()
         return store.search(
             collection, using=space, vector=vector, limit=limit, where=where, payload_keys=FUSION_KEYS
         )
