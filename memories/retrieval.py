@@ -30,11 +30,11 @@ from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
-from core.text import lexical_terms
+from core.text import CJK_RUN, lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import AgentSession, Entity, Memory, MemoryEntity, MemoryType
+from memories.models import AgentSession, Entity, EntityType, Memory, MemoryEntity, MemoryType
 from memories.services import importance_weight, recency_score, time_decay
 
 logger = logging.getLogger(__name__)
@@ -263,12 +263,18 @@ class _GraphReach:
 def _graph_reach(user: User, query: str) -> _GraphReach:
     """The query's entities are the user's known entities whose name it contains (entities.name_keys): one
     indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case."""
-    start = {
-        str(pk)
-        for pk in Entity.objects.filter(user=user, key__in=sorted(name_keys(query))).values_list(
-            "pk", flat=True
+    keys = name_keys(query)
+    named = Q(key__in=sorted(keys))
+    # A person is also named by a first or last name alone ("Kofi" for Kofi Mensah), unless that word belongs
+    # to a name the query gives in full: "Ana Costa" must not start from Ana Silva too.
+    words = sorted(key for key in keys if key.isalpha() and " " not in key and not CJK_RUN.search(key))
+    for word in words:
+        named |= Q(entity_type=EntityType.PERSON) & (
+            Q(key__startswith=f"{word} ") | Q(key__endswith=f" {word}")
         )
-    }
+    found = list(Entity.objects.filter(named, user=user).values_list("pk", "key"))
+    given_in_full = {word for _, key in found if key in keys for word in key.split()}
+    start = {str(pk) for pk, key in found if key in keys or not given_in_full.intersection(key.split())}
     if not start:
         return _GraphReach()
     distance = dict.fromkeys(start, 0)

@@ -323,6 +323,29 @@ def test_a_search_embeds_its_query_in_every_space_at_once(user):
     assert len(threads) == len(spaces)
 
 
+def test_a_person_asked_about_by_first_name_reaches_their_facts(user):
+    # The graph knows "Kofi Mensah"; a question that says only "Kofi" still starts from him.
+    add(
+        user,
+        "Kofi Mensah lives in Accra.",
+        "Kofi Mensah manages the Lisbon office.",
+        "The user drinks green tea.",
+    )
+    hits = search_memories(user=user, query="What do you know about Kofi?").hits
+    about_kofi = {hit.memory.content: hit.scores["graph"] for hit in hits if "Kofi" in hit.memory.content}
+    assert set(about_kofi) == {"Kofi Mensah lives in Accra.", "Kofi Mensah manages the Lisbon office."}
+    assert all(graph > 0 for graph in about_kofi.values())
+    assert "The user drinks green tea." not in [hit.memory.content for hit in hits]
+    # Similar people: a name given in full starts from that person only.
+    add(user, "Ana Silva works at Northwind.", "Ana Costa works at Contoso.")
+    hits = search_memories(user=user, query="Where does Ana Costa work?").hits
+    graph = {hit.memory.content: hit.scores["graph"] for hit in hits}
+    assert (
+        hits[0].memory.content == "Ana Costa works at Contoso." and graph["Ana Costa works at Contoso."] > 0
+    )
+    assert graph.get("Ana Silva works at Northwind.", 0) == 0
+
+
 def test_the_graph_is_read_while_the_query_is_embedded(user):
     # The entities a query names and their neighbours need no search result, so they are read while the
     # models embed: the two wait for each other here, which one after the other would never do.
