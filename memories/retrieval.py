@@ -261,18 +261,21 @@ class _GraphReach:
 
 
 def _graph_reach(user: User, query: str) -> _GraphReach:
-    """The query's entities are the user's known entities whose name it contains (entities.name_keys): one
-    indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case."""
+    """The query's entities are the user's known entities whose name it contains (entities.name_keys): an
+    indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case. A person
+    is also named by a first or last name alone ("Kofi" for Kofi Mensah), read from the user's people (its own
+    lookup: in one OR with the names, SQLite scanned every user's entities), unless that word belongs to a name
+    the query gives in full: "Ana Costa" must not start from Ana Silva too."""
     keys = name_keys(query)
-    named = Q(key__in=sorted(keys))
-    # A person is also named by a first or last name alone ("Kofi" for Kofi Mensah), unless that word belongs
-    # to a name the query gives in full: "Ana Costa" must not start from Ana Silva too.
-    words = sorted(key for key in keys if key.isalpha() and " " not in key and not CJK_RUN.search(key))
-    for word in words:
-        named |= Q(entity_type=EntityType.PERSON) & (
-            Q(key__startswith=f"{word} ") | Q(key__endswith=f" {word}")
-        )
-    found = list(Entity.objects.filter(named, user=user).values_list("pk", "key"))
+    entities = Entity.objects.filter(user=user).order_by()
+    found = list(entities.filter(key__in=sorted(keys)).values_list("pk", "key"))
+    words = sorted(key for key in keys if key.isalpha() and not CJK_RUN.search(key))
+    if words:
+        first_or_last = Q()
+        for word in words:
+            first_or_last |= Q(key__startswith=f"{word} ") | Q(key__endswith=f" {word}")
+        people = entities.filter(first_or_last, entity_type=EntityType.PERSON)
+        found += people.values_list("pk", "key")
     given_in_full = {word for _, key in found if key in keys for word in key.split()}
     start = {str(pk) for pk, key in found if key in keys or not given_in_full.intersection(key.split())}
     if not start:
