@@ -891,7 +891,7 @@ def run_latency(args: argparse.Namespace) -> None:
         else "the in-process run was not faster (another process, cold caches), so read the split as shares"
     )
     largest = max(
-        (k for k in split if not k.startswith(("whole", "within"))), key=lambda k: pct(split[k], 50)
+        (k for k in split if not k.startswith(("whole", "within", "beside"))), key=lambda k: pct(split[k], 50)
     )
     print()
     print("\n".join(table))
@@ -1003,7 +1003,7 @@ def _split(args: argparse.Namespace) -> None:
     # The spaces embed the query and search side by side (core.hybrid.gather) while this thread reads the
     # graph's reach, so those are timed as one part, the signals, and the overlapping ones beside it
     # ("within"/"beside" rows), which are not added to the named parts.
-    within: dict[str, float] = defaultdict(float)
+    overlapping: dict[str, float] = defaultdict(float)
     lock = threading.Lock()
 
     def timed(name, function, into=parts):
@@ -1025,12 +1025,12 @@ def _split(args: argparse.Namespace) -> None:
     )
     for name, embedder in embedding_set.spaces.items():
         embedder.embed_query = timed(
-            f"within the signals: {name} embeds the query", embedder.embed_query, within
+            f"within the signals: {name} embeds the query", embedder.embed_query, overlapping
         )
     retrieval._graph_reach = timed(
         "beside the signals: the graph's reach (entities in the query, neighbours)",
         retrieval._graph_reach,
-        within,
+        overlapping,
     )
     retrieval._graph_scores = timed("graph scores of the found memories (SQL)", retrieval._graph_scores)
     retrieval._candidates = timed("candidates' ranking columns (SQL)", retrieval._candidates)
@@ -1038,7 +1038,7 @@ def _split(args: argparse.Namespace) -> None:
     out: dict[str, list[float]] = defaultdict(list)
     for number, query in enumerate(queries):
         parts.clear()
-        within.clear()
+        overlapping.clear()
         began = time.perf_counter()
         result = retrieval.search_memories(user=user, query=query, limit=10)
         search_ms = (time.perf_counter() - began) * 1000
@@ -1053,7 +1053,7 @@ def _split(args: argparse.Namespace) -> None:
         if number < args.warmup:
             continue
         named = sum(parts.values())
-        for name, value in (*parts.items(), *within.items()):
+        for name, value in (*parts.items(), *overlapping.items()):
             out[name].append(value)
         out["fusion + shaping (the rest of search_memories)"].append(search_ms - named)
         out["record_access (access log, counters)"].append(access_ms)
