@@ -9,13 +9,13 @@ from gunicorn.ctl.client import ControlClient
 from tests.served import ROOT, ServedInstance
 
 
-def make_dry_run(*args: str) -> list[str]:
+def make_dry_run(*args: str, target: str = "run") -> list[str]:
     # Make passes command-line variables of an outer `make test PORT=…` down through MAKEFLAGS: drop them.
     env = {
         k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "HOST", "PORT"}
     }
     done = subprocess.run(
-        ["make", "-n", "run", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        ["make", "-n", target, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -58,18 +58,12 @@ def test_two_installs_on_one_host_keep_their_own_control_socket(tmp_path):
     assert not (second.data_dir / "gunicorn.ctl").exists()
 
 
-def test_the_tests_keep_out_of_the_data_folder_make_run_serves(tmp_path):
+def test_the_tests_keep_out_of_the_data_folder_make_run_serves():
     # `make run` serves from MNEMO_DATA_DIR (var/ by default), which make exports; the tests' uploads and files
     # went there. `make test` runs the tests without it, and the test settings make a folder of their own,
     # removed when the process that made it exits.
-    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
-    done = subprocess.run(
-        ["make", "-n", "test"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert any(
-        line.startswith("env -u MNEMO_DATA_DIR ") and "-m pytest" in line for line in done.stdout.splitlines()
-    )
+    lines = make_dry_run(target="test")
+    assert any(line.startswith("env -u MNEMO_DATA_DIR ") and "-m pytest" in line for line in lines)
 
     script = "from django.conf import settings; print(settings.DATA_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "MNEMO_DATA_DIR"}
