@@ -797,7 +797,8 @@ def run_latency(args: argparse.Namespace) -> None:
                 for record in optimizer_passes(server.data_dir)[passes_before_load:seen]
                 if record["state"] == "done"
             ]
-            unindexed = size - (in_load[-1]["points"] if in_load else indexed_before)
+            # (A pass that began before this load indexed no more than the earlier loads held.)
+            unindexed = size - max([indexed_before, *(record["points"] for record in in_load[-1:])])
             due = unindexed >= MIN_UNINDEXED_POINTS and unindexed / size >= UNINDEXED_SHARE
             optimizing = search_during_pass(server, client, queries, seen, due, args)
             if optimizing:
