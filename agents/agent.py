@@ -120,7 +120,8 @@ class Agent:
             answer = yield from self._llm_answer(
                 text, history, memories, chunks, assistant, user_message, saved
             )
-        assistant.content = answer
+        # The stored answer holds no secret either: a model may repeat one from an earlier turn of the client's.
+        assistant.content = self._screened(answer, answering=True)
         assistant.retrieved = {
             "memories": [str(hit.memory.pk) for hit in memories],
             "chunks": [str(hit.chunk.pk) for hit in chunks],
@@ -133,7 +134,20 @@ class Agent:
         assistant.save()
         self._consolidate_if_due()
         cancelled = assistant.error == CANCELLED
-        yield {"type": "done", "result": TurnResult(assistant, answer, memories, chunks, saved, cancelled)}
+        result = TurnResult(assistant, assistant.content, memories, chunks, saved, cancelled)
+        yield {"type": "done", "result": result}
+
+    def _screened(self, text: str, answering: bool = False) -> str:
+        """`text` by the user's privacy settings: a refused message becomes the reason; in an answer, what the
+        settings refuse is masked instead (the answer is Mnemo's own, and is stored either way)."""
+        policies = PrivacySettings.policies_for(self.user)
+        if answering:
+            policies = {
+                category: privacy.MASK if action == privacy.REFUSE else action
+                for category, action in policies.items()
+            }
+        screened = privacy.screen(text, policies)
+        return f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
 
     def run(self, text: str, history: list[dict] | None = None) -> TurnResult:
         for event in self.turn(text, history):
@@ -237,6 +251,13 @@ class Agent:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self._system_prompt(memories, chunks)}
         ]
+        if history is not None:  # the client's earlier turns reach the model as screened as this one
+            history = [
+                {**message, "content": self._screened(message["content"])}
+                if isinstance(message.get("content"), str)
+                else message
+                for message in history
+            ]
         messages += history if history is not None else self._history(user_message)
         messages.append({"role": "user", "content": text})
         trace: list[dict] = []

@@ -12,6 +12,7 @@ urlpatterns = [
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/<int:pk>/revoke/", views.api_key_revoke_view, name="api_key_revoke"),
     path("privacy/", views.privacy_settings, name="privacy_settings"),
+    path("privacy/scan/", views.secret_scan, name="secret_scan"),
     path("data/export/", views.data_export, name="data_export"),
     path("data/import/", views.data_import, name="data_import"),
     path("evaluation/", views.evaluation_page, name="evaluation"),

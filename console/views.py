@@ -4,6 +4,7 @@ console.evaluation and console.portability."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import Count, Prefetch
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,6 +15,7 @@ from console import evaluation, portability
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
+from console.secret_scan import scan_secrets
 from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
 from core.models import ApiKey, PrivacySettings
@@ -400,10 +402,31 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
             form = ApiKeyForm()
         else:
             status = 422
-    keys = ApiKey.objects.for_user(request.user)
-    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
-    context = {"form": form, "keys": keys, "new_key": new_key, "privacy_form": privacy_form}
+    context = {"form": form, "new_key": new_key, **_privacy_context(request)}
     return render(request, "console/api_keys.html", context, status=status)
+
+
+def _privacy_context(request: AuthenticatedHttpRequest) -> dict:
+    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
+    return {"keys": ApiKey.objects.for_user(request.user), "privacy_form": privacy_form}
+
+
+@login_required
+@require_POST
+def secret_scan(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Scan the stored data for secrets: "preview" counts them, "mask" masks them (console.secret_scan). Your
+    own data; staff may scan every user's."""
+    everyone = request.POST.get("everyone") == "1"
+    if everyone and not request.user.is_staff:
+        return HttpResponse("Only staff may scan every user's data.", status=403)
+    dry_run = request.POST.get("action") != "mask"
+    users = list(User.objects.order_by("pk")) if everyone else [request.user]
+    report = scan_secrets(users=users, dry_run=dry_run, editor=request.user)
+    context = {"scan": report, "scan_everyone": everyone}
+    if request.htmx:
+        return render(request, "console/api_keys.html#secret-scan", context)
+    form = ApiKeyForm()
+    return render(request, "console/api_keys.html", {"form": form, **_privacy_context(request), **context})
 
 
 @login_required

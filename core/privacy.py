@@ -13,9 +13,10 @@ finding's value is never recorded: only its kind and what was done.
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.limits import InputRejected
-from core.secrets import PLACEHOLDER, find_secrets
+from core.secrets import find_secrets, placeholder
 
 SECRET, PERSONAL = "secret", "personal"
 MASK, KEEP, REFUSE = "mask", "keep", "refuse"
@@ -75,16 +76,6 @@ def find(text: str) -> list[Finding]:
     return merged
 
 
-def placeholder(kind: str) -> str:
-    """What a masked finding of `kind` reads as in stored text."""
-    return f"[{kind} masked]"
-
-
-def without_masks(text: str) -> str:
-    """`text` with its mask placeholders blanked: a mask names no entity and matches no search term."""
-    return PLACEHOLDER.sub(" ", text)
-
-
 def _personal(text: str) -> list[Finding]:
     import phonenumbers
     from stdnum import luhn
@@ -134,3 +125,37 @@ def screen(text: str, policies: dict[str, str]) -> Screened:
         if policies[finding.category] == MASK:
             masked = masked[: finding.start] + placeholder(finding.kind) + masked[finding.end :]
     return Screened(masked, findings, "", policies)
+
+
+def screen_json_for(user, value: Any, what: str) -> tuple[Any, list[dict]]:
+    """Every string inside a JSON value (metadata) screened by the user's policies, its keys kept; returns the
+    value to store and the record of what was found. Raises Refused as `screen_for` does."""
+    from core.models import PrivacySettings
+
+    policies = PrivacySettings.policies_for(user)
+    record: list[dict] = []
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            screened = screen(item, policies)
+            if screened.refused:
+                raise Refused(f"{what} was not stored: {screened.refused}")
+            record.extend(screened.record())
+            return screened.text
+        if isinstance(item, dict):
+            return {key: walk(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [walk(inner) for inner in item]
+        return item
+
+    return walk(value), record
+
+
+def mask_secrets(text: str) -> Screened:
+    """`text` with its secrets masked and nothing else looked for: what a scan of stored text does, and what a
+    search's query is logged as."""
+    findings = [Finding(s.kind, SECRET, s.start, s.end) for s in find_secrets(text)]
+    masked = text
+    for finding in reversed(findings):
+        masked = masked[: finding.start] + placeholder(finding.kind) + masked[finding.end :]
+    return Screened(masked, findings, "", {SECRET: MASK, PERSONAL: KEEP})

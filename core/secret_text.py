@@ -58,6 +58,8 @@ def widen_key(text: str, start: int, end: int) -> tuple[int, int]:
         start -= 1
     while end < len(text) and text[end] in KEY_CHARS:
         end += 1
+    while end > start + 1 and text[end - 1] in ".|" and (end == len(text) or text[end].isspace()):
+        end -= 1  # the full stop of the sentence the key ends
     return start, end
 
 

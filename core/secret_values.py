@@ -101,6 +101,8 @@ def named_values(text: str) -> list[tuple[int, int]]:
         else:
             start, end = _name_bounds(text, hint.start(), hint.end())
             consumed = end
+            if start > 0 and text[start - 1] in ":@/=":
+                continue  # inside a URL or another value ("redis://u:Pass:word@host"), not a name
             span = _code_value(text, start, end) or _prose_value(text, end, cjk=False, name=text[start:end])
         if span:
             spans.append(span)

@@ -27,8 +27,18 @@ from core.secret_values import named_values
 
 _PRIORITY = {PRIVATE_KEY: 0, API_KEY: 1, PASSWORD: 2}  # which kind names a span two findings share
 
-# A mask this module's caller leaves in text: "[password masked]". core.privacy owns the wording.
+# What a mask leaves in stored text: "[password masked]", "[phone masked]" (core.privacy masks with it).
 PLACEHOLDER = re.compile(r"\[(?:api_key|password|private_key|phone|card|cn_resident_id|us_ssn) masked\]")
+
+
+def placeholder(kind: str) -> str:
+    """What a masked finding of `kind` reads as in stored text."""
+    return f"[{kind} masked]"
+
+
+def without_masks(text: str) -> str:
+    """`text` with its mask placeholders blanked: a mask names no entity and is no search term."""
+    return PLACEHOLDER.sub(" ", text) if "masked]" in text else text
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,8 @@ def _residue(text: str, placeholders: list[tuple[int, int]]) -> list[SecretSpan]
             left -= 1
         while right < len(text) and text[right] not in _RESIDUE_STOP and not is_cjk(text[right]):
             right += 1
+        while right > end and text[right - 1] in ".!?" and (right == len(text) or text[right].isspace()):
+            right -= 1  # the sentence's own end, after a whole mask
         if (left, right) != (start, end):
             spans.append(SecretSpan(kind, left, right))
     return spans

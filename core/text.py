@@ -16,6 +16,8 @@ from functools import cache, lru_cache
 
 from tokenizers import Tokenizer
 
+from core.secrets import without_masks
+
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 _tokenizer_lock = threading.Lock()
@@ -121,7 +123,10 @@ def query_words(text: str) -> list[str]:
 
 
 def _runs(text: str) -> Iterator[tuple[str, str]]:
-    """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty."""
+    """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty. A mask's
+    placeholder ("[password masked]") is left out: it says nothing a search could ask for, and its words
+    would make every masked memory match "password"."""
+    text = without_masks(text)
     position = 0
     for run in CJK_RUN.finditer(text):
         yield text[position : run.start()], run.group()

@@ -133,18 +133,22 @@ def document_create(
             document_retry(document=existing, background=background)
         return Accepted(existing, created=False)
     file.seek(0)
+    stem, extension = name[: len(name) - len(Path(name).suffix)], Path(name).suffix
+    # A secret in the title or the file's name is screened like the text (the extension stays for conversion).
+    stem = privacy.screen_for(user, stem, "the file's name").text
+    title = privacy.screen_for(user, title or stem, "the title").text
     document = Document(
         user=user,
         namespace=namespace,
-        title=(title or Path(name).stem)[:255],
-        original_name=name,
+        title=title[:255],
+        original_name=stem + extension,
         sha256=sha256,
         mime=kind,
         size=size,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
     )
-    document.file.save(name, File(file, name=name), save=False)
+    document.file.save(document.original_name, File(file, name=document.original_name), save=False)
     document.save()
     _start(document, background)
     return Accepted(document, created=True)

@@ -18,6 +18,7 @@ from functools import cache
 
 from pydantic import BaseModel, Field, ValidationError
 
+from core.secrets import PLACEHOLDER, without_masks
 from core.text import CJK_RUN, cjk_ratio
 
 logger = logging.getLogger(__name__)
@@ -241,6 +242,7 @@ def model_mentions(text: str) -> ModelMentions:
 
 
 def _model_mentions(text: str) -> list[Mention]:
+    text = without_masks(text)  # a mask's placeholder names nothing ("[api_key masked]" is no product)
     mentions: list[Mention] = []
     if cjk_ratio(text) > 0:
         tokens = [(pair.word, pair.flag) for pair in _posseg().cut(text)]
@@ -433,6 +435,8 @@ def llm_extract(llm, text: str) -> Extraction:
         return Extraction()
     mentions: dict[str, Mention] = {}
     for entity in graph.entities:
+        if PLACEHOLDER.search(entity.name):
+            continue  # a model asked to name the entities may name the mask
         entity_type = entity.type.upper() if entity.type.upper() in ENTITY_TYPES else "OTHER"
         mention = Mention(entity.name.strip(), entity_type)
         if mention.key:

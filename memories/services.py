@@ -158,18 +158,37 @@ def _check_detail(fields: dict[str, Any]) -> None:
 def _screened(
     user: User, content: str, detail: dict[str, Any], metadata: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    """Secrets and personal data in the text fields, masked, kept or refused by the owner's privacy settings;
-    what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
-    screened = privacy.screen_for(user, content, "the memory")
-    content, found = screened.text, screened.record()
-    detail = dict(detail)
-    for name in ("context", "outcome"):
-        if detail.get(name):
-            screened = privacy.screen_for(user, detail[name], f"the memory's {name}")
-            detail[name], found = screened.text, found + screened.record()
+    """Secrets and personal data in the text fields and the metadata, masked, kept or refused by the owner's
+    privacy settings; what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
+    fields, found = _screened_fields(user, {"content": content, "metadata": metadata, **detail})
+    content, metadata = fields.pop("content"), fields.pop("metadata")
     if found:
         metadata = {**(metadata or {}), "privacy": found}
-    return content, detail, metadata
+    return content, fields, metadata
+
+
+_SCREENED_TEXT = ("content", "context", "outcome")
+
+
+def _screened_fields(
+    user: User, fields: dict[str, Any], subject: str = "the memory"
+) -> tuple[dict[str, Any], list[dict]]:
+    """`fields` with their text (content, context, outcome) and metadata values screened, and the record of
+    what was found. The metadata's own "privacy" record is Mnemo's, not the writer's, and is left as it is."""
+    fields, found = dict(fields), list[dict]()
+    for name in _SCREENED_TEXT:
+        if fields.get(name):
+            what = subject if name == "content" else f"{subject}'s {name}"
+            screened = privacy.screen_for(user, fields[name], what)
+            fields[name], found = screened.text, found + screened.record()
+    metadata = fields.get("metadata")
+    if metadata:
+        given = {key: value for key, value in metadata.items() if key != "privacy"}
+        screened_metadata, record = privacy.screen_json_for(user, given, f"{subject}'s metadata")
+        if record:
+            fields["metadata"] = {**metadata, **screened_metadata}
+            found += record
+    return fields, found
 
 
 def _new_memory(
@@ -736,11 +755,15 @@ def memory_update(
     changes["content"] = _validate(content, memory_type, importance)
     _check_detail(changes)
     _check_year(changes.get("expires_at"), "expires_at")
-    if "content" in changes and changes["content"] != memory.content:
-        screened = privacy.screen_for(memory.user, changes["content"], "the edit")
-        changes["content"] = screened.text
-        if screened.findings:
-            changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": screened.record()}
+    given = {
+        name: value
+        for name, value in changes.items()
+        if name in (*_SCREENED_TEXT, "metadata") and value != getattr(memory, name)
+    }
+    screened, found = _screened_fields(memory.user, given, "the edit")
+    changes.update(screened)
+    if found:
+        changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": found}
     diff = {
         field: [_recorded(getattr(memory, field)), _recorded(value)]
         for field, value in changes.items()
@@ -982,6 +1005,9 @@ def record_access(
     if not memories:
         return
     now = timezone.now()
+    logged_query = privacy.mask_secrets(
+        query[:2000]
+    ).text  # a key pasted into a search is not kept in the log
     try:
         with transaction.atomic():  # a savepoint inside a caller's transaction: a refusal leaves it usable
             MemoryAccess.objects.bulk_create(
@@ -990,7 +1016,7 @@ def record_access(
                     user=user,
                     api_key=api_key,
                     session=session,
-                    query=query[:2000],
+                    query=logged_query,
                     rank=rank,
                     score=score,
                     via=via,
