@@ -159,3 +159,118 @@ def test_a_user_whose_settings_keep_secrets_is_only_reported(stored, user):
 def test_an_unknown_user_is_a_clear_error(db):
     with pytest.raises(CommandError, match="no user named 'nobody'"):
         scan("--user", "nobody")
+
+
+# --- the console's action --------------------------------------------------------------------------------------
+
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "secret-scan"}
+
+
+def test_the_privacy_settings_preview_counts_and_the_mask_button_masks(stored, user, logged_in):
+    page = logged_in.get("/api-keys/")
+    assert 'action="/privacy/scan/"' in page.text and "Preview" in page.text
+    before = everything(user)
+    preview = logged_in.post("/privacy/scan/", {"action": "preview"}, **HTMX)
+    assert preview.status_code == 200 and "<html" not in preview.text
+    assert "Preview: 14 secrets would be masked." in preview.text
+    assert '<td>edit history</td><td class="number">2</td><td class="number">2</td>' in preview.text
+    assert everything(user) == before
+    done = logged_in.post("/privacy/scan/", {"action": "mask"})  # without htmx: the whole page
+    assert done.status_code == 200 and "<html" in done.text and "14 secrets masked." in done.text
+    assert TOKEN not in everything(user) and PASSWORD not in everything(user)
+    edit = Memory.objects.get(pk=stored[0].pk).edits.order_by("-created_at", "-pk").first()
+    assert (edit.editor, edit.reason) == (user, "secrets masked by a scan")
+
+
+def test_only_staff_may_scan_every_users_data(stored, user, other_user, client):
+    memory_create(user=other_user, content="placeholder", memory_type="semantic")
+    Memory.objects.filter(user=other_user).update(content=f"mallory's token {TOKEN}")
+    client.force_login(other_user)
+    refused = client.post("/privacy/scan/", {"action": "mask", "everyone": "1"})
+    assert refused.status_code == 403
+    assert TOKEN in everything(user)  # nothing of alice's was touched
+    other_user.is_staff = True
+    other_user.save()
+    preview = client.post("/privacy/scan/", {"action": "preview", "everyone": "1"}, **HTMX)
+    assert "Preview: 15 secrets would be masked in the data of 2 users." in preview.text
+    own = client.post("/privacy/scan/", {"action": "mask"}, **HTMX)
+    assert "1 secret masked." in own.text
+    assert TOKEN in everything(user) and TOKEN not in everything(other_user)
+
+
+def test_a_user_whose_settings_keep_secrets_sees_them_counted_not_masked(stored, user, logged_in):
+    PrivacySettings.objects.filter(user=user).update(secrets="keep")
+    response = logged_in.post("/privacy/scan/", {"action": "mask"}, **HTMX)
+    assert "your privacy settings keep secrets" in response.text
+    assert TOKEN in everything(user)
+
+
+# --- what the write paths screen now ----------------------------------------------------------------------------
+
+
+def test_metadata_context_and_outcome_are_screened_on_create_and_on_edit(api, user):
+    body = api(
+        "post",
+        "/memories/",
+        {
+            "content": "Quarterly rotation done in Windhoek.",
+            "memory_type": "episodic",
+            "context": f"rotated {TOKEN}",
+            "metadata": {"ticket": 7, "notes": [f"old pass: {PASSWORD}"]},
+        },
+    ).json()
+    assert body["context"] == "rotated [api_key masked]"
+    assert body["metadata"]["notes"] == ["old pass: [password masked]"] and body["metadata"]["ticket"] == 7
+    assert [r["kind"] for r in body["metadata"]["privacy"]] == ["api_key", "password"]
+    edited = api("patch", f"/memories/{body['id']}", {"outcome": f"new one is {STRIPE}"}).json()
+    assert edited["outcome"] == "new one is [api_key masked]"
+    assert STRIPE not in str(list(MemoryEdit.objects.values_list("changes", flat=True)))
+
+
+def test_a_document_title_and_file_name_are_screened(user):
+    accepted = document_create_from_text(
+        user=user, title=f"Runbook {TOKEN}", text="# Runbook\n\nRestart the queue first.", background=False
+    )
+    document = Document.objects.get(pk=accepted.document.pk)
+    assert (document.title, document.original_name) == (
+        "Runbook [api_key masked]",
+        "Runbook [api_key masked].md",
+    )
+
+
+def test_the_model_never_sees_a_secret_from_the_conversations_history(fake_llm, client, write_key, user):
+    body = {
+        "model": "mnemo-agent",
+        "messages": [
+            {"role": "user", "content": f"note that the Suva router password is {PASSWORD}"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "Thanks, that is all."},
+        ],
+    }
+    response = client.post(
+        "/v1/chat/completions",
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {write_key}",
+    )
+    assert response.status_code == 200
+    sent = str(fake_llm.requests[-1]["messages"])
+    assert PASSWORD not in sent and "the Suva router password is [password masked]" in sent
+
+
+def test_an_answer_built_from_a_leaked_memory_is_stored_masked(user):
+    from agents.agent import Agent
+
+    PrivacySettings.objects.create(user=user, secrets="keep")  # stored while the settings kept secrets
+    memory_create(user=user, content=f"The Apia office vault token is {TOKEN}", memory_type="semantic")
+    PrivacySettings.objects.filter(user=user).update(secrets="mask")
+    session = session_for_key(user=user, key="apia")
+    result = Agent(user=user, session=session).run("What about the Apia office vault token?")
+    stored_answer = ChatMessage.objects.get(pk=result.message.pk).content
+    assert "[api_key masked]" in stored_answer and TOKEN not in stored_answer and TOKEN not in result.text
+
+
+def test_a_search_query_is_logged_without_its_secret(api, user):
+    api("post", "/memories/", {"content": "The Apia office opens at nine.", "memory_type": "semantic"})
+    api("post", "/memories/search", {"query": f"Apia office {TOKEN}"})
+    assert list(MemoryAccess.objects.values_list("query", flat=True)) == ["Apia office [api_key masked]"]
