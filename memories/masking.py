@@ -72,18 +72,16 @@ def memories_mask_secrets(*, user: User, editor: User | None, dry_run: bool) -> 
                 changes[name] = masked.text
                 _tally(counts, MEMORIES, masked.findings)
                 found += masked.findings
-        given = {key: value for key, value in memory.metadata.items() if key != "privacy"}
-        metadata, in_metadata = mask_json(given)
+        metadata, in_metadata = mask_json(memory.metadata)
         if in_metadata:
-            changes["metadata"] = {**memory.metadata, **metadata}
+            changes["metadata"] = metadata
             _tally(counts, METADATA, in_metadata)
             found += in_metadata
         if changes and not dry_run:
+            metadata = changes.get("metadata", memory.metadata)
+            earlier = metadata.get("privacy") if isinstance(metadata.get("privacy"), list) else []
             record = [{"kind": f.kind, "category": f.category, "action": privacy.MASK} for f in found]
-            changes["metadata"] = {
-                **changes.get("metadata", memory.metadata),
-                "privacy": [*memory.metadata.get("privacy", []), *record],
-            }
+            changes["metadata"] = {**metadata, "privacy": [*earlier, *record]}
             try:
                 _update(memory, editor, changes)
             except InputRejected as exc:

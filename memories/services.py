@@ -174,20 +174,17 @@ def _screened_fields(
     user: User, fields: dict[str, Any], subject: str = "the memory"
 ) -> tuple[dict[str, Any], list[dict]]:
     """`fields` with their text (content, context, outcome) and metadata values screened, and the record of
-    what was found. The metadata's own "privacy" record is Mnemo's, not the writer's, and is left as it is."""
+    what was found."""
     fields, found = dict(fields), list[dict]()
     for name in _SCREENED_TEXT:
         if fields.get(name):
             what = subject if name == "content" else f"{subject}'s {name}"
             screened = privacy.screen_for(user, fields[name], what)
             fields[name], found = screened.text, found + screened.record()
-    metadata = fields.get("metadata")
-    if metadata:
-        given = {key: value for key, value in metadata.items() if key != "privacy"}
-        screened_metadata, record = privacy.screen_json_for(user, given, f"{subject}'s metadata")
+    if fields.get("metadata"):
+        metadata, record = privacy.screen_json_for(user, fields["metadata"], f"{subject}'s metadata")
         if record:
-            fields["metadata"] = {**metadata, **screened_metadata}
-            found += record
+            fields["metadata"], found = metadata, found + record
     return fields, found
 
 
