@@ -56,6 +56,9 @@ def test_two_installs_on_one_host_keep_their_own_control_socket(tmp_path):
 
     assert not (first.data_dir / "gunicorn.ctl").exists()
     assert not (second.data_dir / "gunicorn.ctl").exists()
+    # Each warmed its models and stores up before it accepted a request, and said how long that took.
+    log = (first.data_dir / "gunicorn.log").read_text()
+    assert "Warmed up in" in log and "models" in log and "jieba and spaCy" in log
 
 
 def test_the_tests_keep_out_of_the_data_folder_make_run_serves():
