@@ -48,15 +48,13 @@ def _vector_collections() -> None:
 def _templates_and_urls() -> None:
     from pathlib import Path
 
-    from django.conf import settings
     from django.template import engines
     from django.template.loader import get_template
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - builds the resolver's patterns
-    folders = [Path(folder) for engine in settings.TEMPLATES for folder in engine.get("DIRS", [])]
-    for engine in engines.all():
-        folders += [Path(folder) for folder in getattr(engine, "template_dirs", ())]
+    # Every template folder of every engine: the project's and each app's (the cached loader keeps them compiled).
+    folders = [Path(folder) for engine in engines.all() for folder in getattr(engine, "template_dirs", ())]
     for folder in dict.fromkeys(folders):
         for path in folder.rglob("*.html"):
             get_template(str(path.relative_to(folder)))
