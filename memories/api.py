@@ -270,6 +270,7 @@ def search(request: HttpRequest, payload: SearchIn):
         session=session,
         time_range=payload.time_range,
         include_superseded=payload.include_superseded,
+        include_chat_copies=payload.include_chat_copies,
     )
     services.record_access(
         user=user,

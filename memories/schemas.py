@@ -135,6 +135,11 @@ class SearchIn(BodySchema):
         None, description="[start, end], ISO 8601; either may be null."
     )
     include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
+    include_chat_copies: Flag = Field(
+        False,
+        description="Also return the working-memory copies of chat messages (a search within one session "
+        "returns that session's anyway).",
+    )
 
 
 class ScoredMemoryOut(Schema):
