@@ -13,7 +13,7 @@ from memories.facts import SELF
 from memories.models import Memory
 from memories.profile import Profile
 from memories.retrieval import MemoryHit
-from memories.subjects import asked_slot, second_person, subject
+from memories.subjects import asked_slot, second_person, subject, subjects
 
 RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
 
@@ -101,5 +101,6 @@ def asks(text: str) -> bool:
 def about_the_user_first(hits: list[MemoryHit]) -> list[MemoryHit]:
     """For a question about the user: their own memories before those about other named people, each side in
     the search's order."""
-    others = [hit for hit in hits if subject(hit.memory.content) not in (None, SELF)]
+    whose = subjects([hit.memory.content for hit in hits])
+    others = [hit for hit, who in zip(hits, whose, strict=True) if who not in (None, SELF)]
     return [hit for hit in hits if hit not in others] + others

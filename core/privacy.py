@@ -100,8 +100,9 @@ def _token_patterns() -> list[tuple[str, re.Pattern]]:
     return patterns
 
 
-def find(text: str) -> list[Finding]:
-    """Every secret and piece of personal data in `text`, first first, overlaps merged."""
+def find_secrets(text: str) -> list[Finding]:
+    """The secrets in `text` alone, as found (overlapping, unordered): a third of find()'s cost, which reading
+    phone numbers dominates."""
     found: list[Finding] = []
     for kind, pattern in _token_patterns():
         found += [Finding(kind, SECRET, m.start(), m.end()) for m in pattern.finditer(text)]
@@ -110,7 +111,12 @@ def find(text: str) -> list[Finding]:
     for match in _ASSIGNED.finditer(text):
         group = next(name for name in ("value", "said", "zh_value") if match.group(name))
         found.append(Finding("password", SECRET, match.start(group), match.end(group)))
-    found += _personal(text)
+    return found
+
+
+def find(text: str) -> list[Finding]:
+    """Every secret and piece of personal data in `text`, first first, overlaps merged."""
+    found = find_secrets(text) + _personal(text)
     found.sort(key=lambda f: (f.start, -f.end))
     merged: list[Finding] = []
     for finding in found:

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memories.entities import _posseg
+from memories.entities import chinese_words, parse_english
 from memories.entities import english_pipeline as _english
 
 SELF = "user"
@@ -343,8 +343,8 @@ _LANGUAGE_LIST = re.compile(r",? and |, | & |[和、跟与]")
 
 def is_chinese_name(word: str) -> bool:
     """jieba's tagger reads the word as one person's name ("nr"): 陈静 and 马可 are, 很好 and 今天 are not."""
-    words = list(_posseg().cut(word))
-    return len(words) == 1 and words[0].flag.startswith("nr")
+    words = chinese_words(word)
+    return len(words) == 1 and words[0][1].startswith("nr")
 
 
 def _is_personal_name(value: str, text: str) -> bool:
@@ -353,7 +353,7 @@ def _is_personal_name(value: str, text: str) -> bool:
     PRODUCT to it); in Chinese, a person's name by jieba's part of speech."""
     if re.search(r"[\u4e00-\u9fff]", value):
         return is_chinese_name(value)
-    doc = _english()(text)
+    [doc] = parse_english([text])
     start = text.find(value)
     tokens = [token for token in doc if start <= token.idx < start + len(value)]
     return bool(tokens) and all(token.tag_ == "NNP" for token in tokens)

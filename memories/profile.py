@@ -29,7 +29,7 @@ from core.text import cjk_ratio, content_words
 from memories.entities import entity_key
 from memories.facts import SELF, Slot, same_value, slots
 from memories.models import Fact, Memory, MemoryType
-from memories.subjects import acquaintances, self_name, subject
+from memories.subjects import acquaintances, self_name, subjects
 
 GROUPS = {
     "identity": "Identity",
@@ -111,7 +111,7 @@ class Profile:
 
     @property
     def sections(self) -> list[tuple[str, str, list[Memory]]]:
-        """(kind, label, memories) per group, for pages."""
+        """(kind, label, memories) per group, for the API (pages show the outline)."""
         return [(kind, GROUPS[kind], memories) for kind, memories in self.groups.items()]
 
     @property
@@ -189,7 +189,7 @@ def user_profile(user: User, per_group: int = PER_GROUP) -> Profile:
     facts = current.filter(memory_type=MemoryType.SEMANTIC).order_by(
         "-importance", "-seen_count", "-created_at"
     )
-    readings = [_read(memory) for memory in facts[:FACTS_READ] if not holds_secret(memory.content)]
+    readings = _read([memory for memory in facts[:FACTS_READ] if not holds_secret(memory.content)])
     name, names, name_conflict = _names(user, readings)
     contested = {entity_key(value) for value, _ in name_conflict.options} if name_conflict else set()
     profile = Profile(name=name)
@@ -216,23 +216,33 @@ def user_profile(user: User, per_group: int = PER_GROUP) -> Profile:
     # Who they are in the order one introduces oneself: name, age, home, languages.
     grouped["identity"] = [reading.memory for reading in sorted(identity, key=_identity_rank)]
     profile.people = _people(readings, names, contested, held)[:per_group]
-    grouped["people"] = _unique(m for person in profile.people for m in person.memories)
+    grouped["people"] = _unique(m for person in profile.people for m in person.memories)[:per_group]
     grouped["recent"] = _recent_events(profile, current, names, contested, per_group)
     profile.groups = {kind: memories for kind, memories in grouped.items() if memories}
     return profile
 
 
-def _read(memory: Memory) -> _Reading:
-    text = memory.content
-    return _Reading(memory, slots(text), subject(text), self_name(text), acquaintances(text))
+def _read(memories: list[Memory]) -> list[_Reading]:
+    whose = subjects([memory.content for memory in memories])
+    return [
+        _Reading(
+            memory, _slots(memory.content), who, self_name(memory.content), acquaintances(memory.content)
+        )
+        for memory, who in zip(memories, whose, strict=True)
+    ]
+
+
+@lru_cache(maxsize=4096)
+def _slots(text: str) -> list[Slot]:
+    """memories.facts.slots, kept: the profile reads every fact it shows on every page view. The lists are
+    never changed."""
+    return slots(text)
 
 
 @lru_cache(maxsize=4096)
 def holds_secret(text: str) -> bool:
     """A password or key, as written or as privacy masking left it: no part of a profile."""
-    return bool(_MASKED_SECRET.search(text)) or any(
-        finding.category == privacy.SECRET for finding in privacy.find(text)
-    )
+    return bool(_MASKED_SECRET.search(text) or privacy.find_secrets(text))
 
 
 # --- who the user is -------------------------------------------------------------------------------------------
@@ -360,7 +370,7 @@ def _people(readings: list[_Reading], names: set[str], contested: set[str], held
 
     def person(name: str) -> Acquaintance:
         key = entity_key(name)
-        known = next((k for k in people if same_value(k, key)), None)
+        known = key if key in people else next((k for k in people if same_value(k, key)), None)
         if known is None:
             people[key] = Acquaintance(name)
             return people[key]
@@ -416,11 +426,10 @@ def _recent_events(profile: Profile, current, names: set[str], contested: set[st
     """The user's newest events, one line for events that repeat ("Weekly sync …" every week), counting the
     others on it; events about another named person are theirs."""
     shown: list[tuple[Memory, set[str]]] = []
-    for memory in current.filter(memory_type=MemoryType.EPISODIC).order_by("-created_at")[: per_group * 6]:
-        if holds_secret(memory.content):
-            continue
-        reading = _Reading(memory, slots(memory.content), subject(memory.content), None, [])
-        if _whose(reading, names, contested) != SELF:
+    events = current.filter(memory_type=MemoryType.EPISODIC).order_by("-created_at")[: per_group * 6]
+    events = [memory for memory in events if not holds_secret(memory.content)]
+    for memory, who in zip(events, subjects([memory.content for memory in events]), strict=True):
+        if _whose(_Reading(memory, [], who, None, []), names, contested) != SELF:
             continue
         words = {word for word in content_words(memory.content) if not word.isdigit()}
         like = next((first for first, seen in shown if _overlap(words, seen) >= SAME_EVENT), None)

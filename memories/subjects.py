@@ -13,10 +13,10 @@ purpose, since a person read where there is none would put a stranger into the u
 """
 
 import re
-from functools import lru_cache
+from collections.abc import Sequence
 
 from core.text import is_vocabulary_word
-from memories.entities import english_pipeline as _english
+from memories.entities import parse_english
 from memories.facts import _NAME, _RELATIONS, _ZH_RELATIONS, SELF, _subject, is_chinese_name, slots
 
 # --- names -----------------------------------------------------------------------------------------------------
@@ -39,33 +39,64 @@ _CLAUSE_FILLER = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
+# Subjects already read, by text: the profile asks for the subject of every fact it shows, on every page view.
+_READ: dict[str, str | None] = {}
+_READ_LIMIT = 8192
+
+
 def subject(text: str) -> str | None:
-    """Who the text's first sentence is about (cached: the profile asks it of every fact it shows)."""
+    """Who the text's first sentence is about."""
+    return subjects([text])[0]
+
+
+def subjects(texts: Sequence[str]) -> list[str | None]:
+    """subject() of each text; the sentences only spaCy can decide are parsed in one batch."""
+    found: dict[str, str | None] = {}
+    pending: dict[str, tuple[str, str]] = {}  # text → (its sentence, the name opening it)
+    for text in texts:
+        if text in found or text in pending:
+            continue
+        if text in _READ:
+            found[text] = _READ.get(text)
+            continue
+        who, named = _without_parse(text)
+        if named is None:
+            found[text] = who
+        else:
+            pending[text] = named
+    if pending:
+        docs = parse_english([sentence[:300] for sentence, _ in pending.values()])
+        for (text, (_, name)), doc in zip(pending.items(), docs, strict=True):
+            found[text] = name.casefold() if _is_english_subject(doc, name) else None
+    if len(_READ) + len(found) > _READ_LIMIT:
+        _READ.clear()
+    _READ.update(found)
+    return [found[text] for text in texts]
+
+
+def _without_parse(text: str) -> tuple[str | None, tuple[str, str] | None]:
+    """The subject when the grammar alone tells it; else the sentence and the name spaCy must look at."""
     found = slots(text)
     if found:
-        return found[0].subject
+        return found[0].subject, None
     sentence = _CLAUSE_FILLER.sub("", text.strip())
     if _EN_SELF.match(sentence) or _ZH_SELF_START.match(sentence):
-        return SELF
+        return SELF, None
     zh = _ZH_NAMED.match(sentence)
     if zh and zh.group("name") and is_chinese_name(zh.group("name")):
-        return zh.group("name")
+        return zh.group("name"), None
     if zh and zh.group("latin"):
-        return zh.group("latin").casefold()
+        return zh.group("latin").casefold(), None
     en = _EN_NAMED.match(sentence)
-    if en and _is_english_subject(sentence, en.group("name")):
-        return en.group("name").casefold()
-    return None
+    return None, ((sentence, en.group("name")) if en else None)
 
 
-def _is_english_subject(sentence: str, name: str) -> bool:
+def _is_english_subject(doc, name: str) -> bool:
     """spaCy's parse: the name's words are the sentence's subject and proper nouns ("Marco presented the
     roadmap", not "Weekly sync with the team"). The small model tags a name it has not seen at a sentence's start
     as a common noun ("Tomasz repaired …"): such a word counts when no common word is spelt so ("Breakfast was
     late" names no one). Its entity labels are no help ("Sigrid" is an ORG to it): whether a name is a company
-    is the profile's to tell, from the entity graph and the facts."""
-    doc = _english()(sentence[:300])
+    is the profile's to tell, from the facts."""
     tokens = [token for token in doc if token.idx < len(name)]
     return (
         bool(tokens)
