@@ -48,8 +48,9 @@ RESOURCES = [
         uri=PROFILE_URI,
         name="profile",
         title="What Mnemo knows about you",
-        description="Your current facts grouped by kind (identity, work, people, preferences, other facts, "
-        "recent events), most important first; the same JSON as GET /api/v1/profile.",
+        description="Who you are: your facts grouped by kind (identity, work, the people you know, preferences, "
+        "other facts, recent events), most important first, and the facts that contradict each other; the same "
+        "JSON as GET /api/v1/profile.",
         mime_type="application/json",
     ),
     types.Resource(
@@ -137,11 +138,7 @@ def read_resource(api_key: ApiKey, uri: str) -> str:
     """The resource's JSON text for the key's owner."""
     owner = api_key.user
     if uri == PROFILE_URI:
-        profile = user_profile(owner)
-        groups = [
-            {"kind": kind, "label": label, "memories": memories} for kind, label, memories in profile.sections
-        ]
-        return ProfileOut.model_validate({"groups": groups}).model_dump_json()
+        return ProfileOut.model_validate(ProfileOut.of(user_profile(owner))).model_dump_json()
     if uri == RECENT_URI:
         recent = (
             Memory.objects.current()

@@ -58,6 +58,11 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                     "type": "boolean",
                     "description": "Also return facts a newer fact replaced (history). Default: false.",
                 },
+                "include_chat_copies": {
+                    "type": "boolean",
+                    "description": "Also return the working-memory copies of chat messages from other "
+                    "conversations. Default: false.",
+                },
             },
             ["query"],
         ),

@@ -61,6 +61,14 @@ def _wordpiece() -> Tokenizer:
     return tokenizer
 
 
+def is_vocabulary_word(word: str) -> bool:
+    """Whether the English word is whole in the local model's WordPiece vocabulary (30,000 common words and
+    names): "breakfast" is, "Tomasz" is not."""
+    with _tokenizer_lock:
+        tokenizer = _wordpiece()
+    return tokenizer.token_to_id(word.lower()) is not None
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0

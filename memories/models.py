@@ -82,6 +82,10 @@ class ChatMessage(models.Model):
         return f"{self.role}: {self.content[:60]}"
 
 
+# metadata["origin"] of a chat copy: the working memory the chat agent keeps of each message it receives.
+CHAT_ORIGIN = "chat"
+
+
 class MemoryQuerySet(models.QuerySet):
     """The one vocabulary for "which memories": the API, the pages, the tools and retrieval all speak it."""
 
@@ -99,6 +103,17 @@ class MemoryQuerySet(models.QuerySet):
     def current(self, now: datetime | None = None):
         """Active and not superseded by a newer fact: what search, the chat and the profile read by default."""
         return self.active(now).filter(superseded_by=None)
+
+    def without_chat_copies(self):
+        """Leave out the working-memory copies of chat messages ("hi", "where do I work?"): the conversation's
+        own context, not something another session or an API caller searches for."""
+        # With has_key: a missing key compares as NULL, and NOT (working AND NULL) is NULL, which would leave out
+        # every working memory without the key; has_key is false there, so the AND is false and the NOT true.
+        return self.exclude(
+            models.Q(memory_type=MemoryType.WORKING)
+            & models.Q(metadata__has_key="origin")
+            & models.Q(metadata__origin=CHAT_ORIGIN)
+        )
 
     def filtered(
         self,
@@ -207,6 +222,10 @@ class Memory(MirroredModel):
 
     def __str__(self) -> str:
         return f"[{self.memory_type}] {self.content[:60]}"
+
+    @property
+    def is_chat_copy(self) -> bool:
+        return self.memory_type == MemoryType.WORKING and self.metadata.get("origin") == CHAT_ORIGIN
 
     def save(self, *args, **kwargs) -> None:
         # Derived from the content on every save, so no route (admin, shell, service) can leave it stale.

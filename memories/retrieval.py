@@ -34,7 +34,15 @@ from core.text import CJK_RUN, lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import AgentSession, Entity, EntityType, Memory, MemoryEntity, MemoryType
+from memories.models import (
+    CHAT_ORIGIN,
+    AgentSession,
+    Entity,
+    EntityType,
+    Memory,
+    MemoryEntity,
+    MemoryType,
+)
 from memories.services import importance_weight, recency_score, time_decay
 
 logger = logging.getLogger(__name__)
@@ -97,6 +105,7 @@ def build_where(
     session: AgentSession | None,
     time_range: tuple[datetime | None, datetime | None] | None,
     now: datetime,
+    include_chat_copies: bool = False,
 ) -> dict:
     # Expiry to the minute: the store's filter only narrows the candidates (SQL applies `now` exactly), and a
     # filter that changes every call made every search count its words' frequencies afresh (count_cached).
@@ -107,6 +116,8 @@ def build_where(
         where["importance"] = {"gte": float(min_importance)}
     if session is not None:
         where["session_id"] = str(session.pk)
+    if _leaves_out_chat_copies(include_chat_copies, session):
+        where[mirror.ORIGIN] = {"not": CHAT_ORIGIN}
     if time_range:
         start, end = time_range
         bounds = {}
@@ -130,11 +141,16 @@ def search_memories(
     session: AgentSession | None = None,
     time_range: tuple[datetime | None, datetime | None] | None = None,
     include_superseded: bool = False,
+    include_chat_copies: bool = False,
+    require_match: bool = False,
 ) -> SearchResult:
     """`include_superseded` also returns facts a newer one replaced (memories.curation); by default only
-    current memories come back."""
+    current memories come back. `include_chat_copies` also returns the working-memory copies of chat messages,
+    which a search within their own session returns anyway. `require_match` leaves out memories only the graph
+    found (linked to an entity the query names, matching none of its words or meaning): what goes into an
+    answer or a model's context must be above the relevance floor itself."""
     now = timezone.now()
-    scope = _Scope(memory_types, min_importance, session, time_range, include_superseded)
+    scope = _Scope(memory_types, min_importance, session, time_range, include_superseded, include_chat_copies)
     query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
         return SearchResult(_by_importance(user, limit, scope, now))
@@ -145,6 +161,7 @@ def search_memories(
         session=session,
         time_range=time_range,
         now=now,
+        include_chat_copies=include_chat_copies,
     )
 
     def signals() -> tuple[hybrid.Fused, str]:
@@ -183,7 +200,8 @@ def search_memories(
         if relevance <= 0 and graph_score <= 0:
             continue
         found = evidence.get(memory_id, hybrid.Evidence())
-        if not notice and graph_score <= 0 and not found.above_floor:
+        matched = relevance > 0 if notice else found.above_floor  # a plain text match (notice) is a match
+        if (graph_score <= 0 or require_match) and not matched:
             continue  # a memory must match the query in some way, not merely be the nearest there is
         score, scores = _shape(candidate, relevance, graph_score, found, now)
         if score > 0:  # an event linked to the query's entities but matching nothing else adds nothing
@@ -386,6 +404,13 @@ class _Scope:
     session: AgentSession | None
     time_range: tuple[datetime | None, datetime | None] | None
     include_superseded: bool
+    include_chat_copies: bool = False
+
+
+def _leaves_out_chat_copies(include_chat_copies: bool, session: AgentSession | None) -> bool:
+    """Chat copies are a session's own context: a search scoped to their session returns them, others only
+    when asked."""
+    return not include_chat_copies and session is None
 
 
 def _filtered(user, scope: _Scope, now, ids=None):
@@ -394,6 +419,8 @@ def _filtered(user, scope: _Scope, now, ids=None):
     else:
         memories = owned_by_pk(Memory.objects.all(), user, ids)
     start, end = scope.time_range or (None, None)
+    if _leaves_out_chat_copies(scope.include_chat_copies, scope.session):
+        memories = memories.without_chat_copies()
     return memories.active(now).filtered(
         memory_types=scope.memory_types,
         session=scope.session,

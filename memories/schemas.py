@@ -135,6 +135,11 @@ class SearchIn(BodySchema):
         None, description="[start, end], ISO 8601; either may be null."
     )
     include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
+    include_chat_copies: Flag = Field(
+        False,
+        description="Also return the working-memory copies of chat messages (a search within one session "
+        "returns that session's anyway).",
+    )
 
 
 class ScoredMemoryOut(Schema):
@@ -265,10 +270,65 @@ class ProfileGroupOut(Schema):
     memories: list[ProfileFactOut]
 
 
-class ProfileOut(Schema):
-    groups: list[ProfileGroupOut] = Field(
-        description="The user's current facts by kind, most important first; superseded ones are left out."
+class PersonOut(Schema):
+    name: str
+    relation: str | None = Field(description="Their relation to the user, when a memory states it.")
+    memory_ids: list[UUID] = Field(description="The memories the profile read this person from.")
+
+
+class ConflictOptionOut(Schema):
+    value: str
+    memories: list[ProfileFactOut] = Field(
+        description="The memories stating it; none for the account's name."
     )
+
+
+class ConflictOut(Schema):
+    kind: Literal["identity", "work", "people", "preferences", "other", "recent"]
+    attribute: str = Field(description='The fact in dispute: "name", "home", "employer", "likes:tea", …')
+    options: list[ConflictOptionOut]
+
+
+class ProfileOut(Schema):
+    name: str = Field(
+        description="What to call the user: the account's name, or the name their facts agree on."
+    )
+    groups: list[ProfileGroupOut] = Field(
+        description="The user's current facts by kind, most important first; superseded ones are left out. "
+        "The people group holds the memories relating the user to someone."
+    )
+    people: list[PersonOut] = Field(description="The people the user knows, their stated relations first.")
+    conflicts: list[ConflictOut] = Field(
+        description="Facts that cannot all be true (two names, two homes), to resolve; none of their memories "
+        "is in a group."
+    )
+
+    @staticmethod
+    def of(profile) -> dict:
+        """The JSON shape of a memories.profile.Profile."""
+        return {
+            "name": profile.name,
+            "groups": [
+                {"kind": kind, "label": label, "memories": memories}
+                for kind, label, memories in profile.sections
+            ],
+            "people": [
+                {
+                    "name": p.name,
+                    "relation": p.relation,
+                    "memory_ids": [m.pk for m in p.memories + p.mentions],
+                }
+                for p in profile.people
+            ],
+            "conflicts": [
+                {
+                    "kind": c.kind,
+                    "attribute": c.attribute,
+                    "options": [{"value": v, "memories": ms} for v, ms in c.options],
+                }
+                for c in profile.conflicts
+            ],
+        }
 
 
 class ProposalMemoryOut(Schema):

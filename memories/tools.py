@@ -130,6 +130,9 @@ class MemoryTool(ActionTool):
             session=self._named_session(params),
             time_range=params.time_range(),
             include_superseded=params.flag("include_superseded", False),
+            include_chat_copies=params.flag("include_chat_copies", False),
+            # What a tool returns goes into a model's context or an agent's answer: only real matches.
+            require_match=True,
         )
         services.record_access(
             user=self.user,

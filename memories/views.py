@@ -156,6 +156,7 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
             min_importance=filters.get("min_importance", 0.0),
             session=session,
             time_range=(start, end) if start or end else None,
+            include_chat_copies=True,  # the browser shows every memory the filters select
         )
         high = filters.get("max_importance")
         context["hits"] = [hit for hit in result.hits if high is None or hit.memory.importance <= high]
