@@ -148,6 +148,8 @@ def _check_detail(fields: dict[str, Any]) -> None:
             check_text(fields[name], name, MAX_SHORT_TEXT_CHARS)
     for name in ("participants", "tags"):
         if fields.get(name) is not None:
+            if not isinstance(fields[name], list):
+                raise MemoryRequestError(f"{name} must be a list of names")
             check_names(fields[name], name)
     if fields.get("metadata") is not None:
         if not isinstance(fields["metadata"], dict):
@@ -218,6 +220,18 @@ def _check_year(moment: datetime | None, name: str) -> None:
         raise MemoryRequestError(
             f"{name} must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {moment.year})"
         )
+
+
+def memory_check(memory: Memory) -> None:
+    """A memory made elsewhere (a row of an imported archive) against the rules every write path applies: its
+    content, type, importance, episodic detail, metadata and dates."""
+    _validate(memory.content, memory.memory_type, memory.importance)
+    _check_detail(
+        {name: getattr(memory, name) for name in ("context", "outcome", "participants", "tags", "metadata")}
+    )
+    for name in ("created_at", "updated_at", "expires_at", "last_accessed_at", "archived_at", "last_seen_at"):
+        _check_year(getattr(memory, name), name)
+    _check_year(memory.valid_to, "valid_to")
 
 
 @dataclass(frozen=True)
