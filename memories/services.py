@@ -262,6 +262,7 @@ def memory_write(
     memory_type: str = MemoryType.WORKING,
     importance: float = 0.5,
     session: AgentSession | None = None,
+    session_key: str | None = None,
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
     extract_entities: bool | None = None,
@@ -272,7 +273,10 @@ def memory_write(
 ) -> Written:
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
-    Working memory then evicts by priority to keep its per-session capacity."""
+    Working memory then evicts by priority to keep its per-session capacity. `session_key` names the session
+    instead of `session`: it is created (when new) in the write's transaction, so a refused write leaves none."""
+    if session_key is not None:
+        check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
     # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
     # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
@@ -292,6 +296,7 @@ def memory_write(
         memory=memory,
         user=user,
         session=session,
+        session_key=session_key,
         link=link,
         mentions=mentions,
         via=via,
@@ -306,12 +311,15 @@ def _memory_write(
     memory: Memory,
     user: User,
     session: AgentSession | None,
+    session_key: str | None,
     link: bool,
     mentions: ModelMentions | None,
     via: str,
     api_key: ApiKey | None,
     curate: bool,
 ) -> Written:
+    if session_key is not None:
+        session = memory.session = session_for_key(user=user, key=session_key)
     memory_type = memory.memory_type
     curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)

@@ -44,6 +44,18 @@ def test_line_and_paragraph_separators_and_c1_controls_are_refused_on_every_fiel
     assert Memory.objects.count() == 0
 
 
+def test_the_tool_and_the_edit_refuse_them_the_same_way(api):
+    memory_id = api("post", "/memories/", {"content": "用户喜欢喝茶"}).json()["id"]
+    assert api("patch", f"/memories/{memory_id}", {"content": "用户喜欢\u2028喝咖啡"}).status_code == 422
+    reply = api("post", "/tools/memory", {"action": "add", "content": "Kofi\u2029likes coffee"})
+    assert reply.status_code == 422 and reply.json()["ok"] is False
+    from memories.tools import MemoryTool
+
+    text = MemoryTool(user_id="alice").run({"action": "add", "content": "Kofi\x85likes coffee"})
+    assert text.startswith("❌") and "U+0085" in text and "use \\n for a line break" in text
+    assert list(Memory.objects.values_list("content", flat=True)) == ["用户喜欢喝茶"]
+
+
 def test_the_schema_pattern_says_the_same_rule(client):
     import re
 
