@@ -42,13 +42,18 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
             "400": "The body could not be parsed",
             "422": "A field is missing, malformed or over its limit",
         }
+    if operation.get("requestBody"):
+        statuses["413"] = (
+            f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024**2} MiB, or a file over "
+            "MNEMO_MAX_UPLOAD_MB"
+        )
     if "{" in path or operation.get("requestBody"):
         statuses["404"] = "Not found among this key's owner's data"
     if method != "get":
         statuses["403"] = "This API key is read-only"
     body = operation.get("requestBody", {}).get("content", {})
     if "multipart/form-data" in body:
-        statuses |= {"413": "The file is over MNEMO_MAX_UPLOAD_MB", "415": "The file type is not supported"}
+        statuses["415"] = "The file type is not supported"
     if path.endswith(("/retry", "/cancel")):
         statuses["409"] = "The document is not in a state that allows this"
     if path.endswith("/{decision}"):

@@ -306,3 +306,21 @@ def test_the_schema_states_the_caps_and_characters_the_service_enforces(client):
     )
     assert memory_in["created_at"]["anyOf"][0]["pattern"].startswith("^(000[2-9]")
     assert schema["components"]["schemas"]["SearchIn"]["properties"]["limit"]["maximum"] == 100
+
+
+def test_a_body_over_the_limit_is_413_as_json_on_the_api_and_a_page_elsewhere(client, write_key):
+    body = b'{"content": "' + b"x" * (11 * 1024 * 1024) + b'"}'
+    response = client.post(
+        "/api/v1/memories/", data=body, content_type="application/json", HTTP_X_API_KEY=write_key
+    )
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "detail": "The request body is over 10 MiB (files go as multipart uploads, up to MNEMO_MAX_UPLOAD_MB)."
+    }
+    page = client.post(
+        "/login/",
+        data=b"username=" + b"a" * (11 * 1024 * 1024),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert page.status_code == 413 and page["Content-Type"].startswith("text/html")
+    assert not Memory.objects.exists()
