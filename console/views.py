@@ -354,8 +354,9 @@ def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     except portability.PortabilityError as exc:
         messages.error(request, f"{upload.name} was not imported: {exc}")
         return redirect("api_keys")
-    total = sum(imported.counts.values())
-    messages.success(request, f"Imported {upload.name}: {total:,} rows, now searchable.")
+    total, merged = sum(imported.counts.values()), sum(imported.merged.values())
+    also = f" ({merged:,} more matched what you already had)" if merged else ""
+    messages.success(request, f"Imported {upload.name}: {total:,} rows{also}, now searchable.")
     return redirect("api_keys")
 
 

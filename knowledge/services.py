@@ -241,13 +241,10 @@ def document_cancel(*, document: Document) -> Document:
 
 
 def document_delete(*, document: Document) -> None:
-    """Delete a document, its chunks and their vectors (and its stored file).
+    """Delete a document, its chunks and their vectors, and its stored file.
 
-    The chunks' points go with their rows: knowledge.signals removes them in one call once the delete commits."""
-    file = document.file
+    The chunks' points and the file go with their rows: knowledge.signals removes them once the delete commits."""
     document.delete()
-    if file:
-        file.delete(save=False)
 
 
 def clear_namespace(*, user: User, namespace: str) -> int:

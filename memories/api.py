@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, File, Form, Query, Router, Status, UploadedFile
+from ninja import File, Form, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
@@ -15,7 +15,7 @@ from ninja.security import django_auth
 from core.auth import API_AUTH, WRITE_AUTH, ApiRequest, require_write
 from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
-from core.tooling import ToolOut
+from core.tooling import ToolOut, ToolRefusalOut
 from memories import cleaning, services
 from memories.graph.api import router as graph_router
 from memories.models import AgentSession, EditVia, Memory, Proposal
@@ -35,6 +35,7 @@ from memories.schemas import (
     MemoryIn,
     MemoryOut,
     MemoryPatch,
+    MemoryToolIn,
     Name,
     ProfileOut,
     ProposalOut,
@@ -397,17 +398,24 @@ def get_session(request: HttpRequest, session_id: UUID):
     return {**SessionOut.from_orm(session).dict(), "memory_count": len(memories), "memories": memories}
 
 
-@router.post("/tools/memory", tags=["tools"], response=ToolOut, summary="Hello-Agents' MemoryTool.run({...})")
-def memory_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
+@router.post(
+    "/tools/memory",
+    tags=["tools"],
+    response={200: ToolOut, frozenset({404, 422}): ToolRefusalOut},
+    summary="Hello-Agents' MemoryTool.run({...})",
+)
+def memory_tool(request: HttpRequest, payload: MemoryToolIn):
     """The same dict MemoryTool.run takes: {"action": "add"|"search"|"summary"|"stats"|"update"|"remove"|
-    "forget"|"consolidate"|"clear_all", ...}. Answers {"ok", "text", "data"}."""
-    parameters = payload
-    if parameters.get("action") in MemoryTool.write_actions:
+    "forget"|"consolidate"|"clear_all", ...}, each parameter typed as on the REST routes. Answers {"ok", "text",
+    "data"}; a refused action 422 (404: no such memory) with the same body and the reason in `detail`."""
+    parameters = payload.parameters()
+    if MemoryTool.writes(parameters):
         require_write(request)
     tool = MemoryTool(
         user_id=_owner(request).get_username(), api_key=cast(ApiRequest, request).auth, session_id="api"
     )
-    return tool.execute(parameters).__dict__
+    reply = tool.execute(parameters)
+    return Status(reply.status, reply.answer())
 
 
 @router.get(

@@ -3,6 +3,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from core.limits import (
     MAX_CONTENT_CHARS,
@@ -10,11 +11,24 @@ from core.limits import (
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_SHORT_TEXT_CHARS,
+    STORABLE_PATTERN,
+    InputRejected,
+    check_json,
 )
-from core.schemas import BodySchema, Flag, FormFlag, Metadata, Number, Timestamp, Whole, text_rules
+from core.schemas import (
+    BodySchema,
+    Flag,
+    FormFlag,
+    Metadata,
+    Number,
+    Timestamp,
+    Whole,
+    text_rules,
+)
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
-from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
+from memories.services import MAX_AGE_DAYS, MAX_CAPACITY, PERCEPTUAL_MODALITIES
+from memories.tools import ACTIONS as MEMORY_TOOL_ACTIONS
 
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
@@ -371,3 +385,75 @@ class MemoryFilter(Schema):
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
     q: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+
+
+Modality = Literal["text", *PERCEPTUAL_MODALITIES]  # type: ignore[valid-type]
+TimeRange = tuple[Timestamp | None, Timestamp | None]
+
+
+class TimeRangeIn(BaseModel):
+    start: Timestamp | None = None
+    end: Timestamp | None = None
+
+
+class MemoryToolIn(BaseModel):
+    """MemoryTool.run's dict: the action and the parameters it reads, each typed as its REST counterpart. `add`
+    keeps parameters it does not know as the memory's metadata (Hello-Agents' event_type, concept, ...). A
+    plain pydantic model: ninja's Schema reads declared fields only, and the unknown ones must reach the tool."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            # Any JSON value, held to metadata's rules (nesting, size, text) as a whole: spelled out per value,
+            # the schema made request generators (schemathesis) use gigabytes.
+            "additionalProperties": True,
+            "propertyNames": {"maxLength": MAX_NAME_CHARS, "pattern": STORABLE_PATTERN},
+        },
+    )
+
+    action: Literal[MEMORY_TOOL_ACTIONS]  # type: ignore[valid-type]
+    session_id: SessionKey | None = None
+    # add, update
+    content: Content | None = None
+    memory_type: MemoryTypeName | None = None
+    importance: Importance | None = None
+    created_at: Timestamp | None = None
+    context: ShortText | None = None
+    outcome: ShortText | None = None
+    participants: list[Name] | Name | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[Name] | Name | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    file_path: Annotated[str, *text_rules(1000)] | None = Field(None, description="Kept in metadata.")
+    modality: Modality | None = None
+    # search, summary
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    limit: Whole | None = Field(None, ge=1, le=100)
+    memory_types: list[MemoryTypeName] | MemoryTypeName | None = None
+    min_importance: Importance | None = None
+    time_range: TimeRange | TimeRangeIn | None = Field(None, description="[start, end] or {start, end}.")
+    include_superseded: Flag | None = None
+    # update, remove
+    memory_id: Annotated[str, *text_rules(100)] | None = None
+    # forget, consolidate, clear_all
+    strategy: Literal["importance_based", "time_based", "capacity_based"] | None = None
+    threshold: Importance | None = None
+    max_age_days: Number | None = Field(None, ge=0, le=MAX_AGE_DAYS)
+    from_type: MemoryTypeName | None = None
+    to_type: MemoryTypeName | None = None
+    importance_threshold: Importance | None = None
+    confirm: Flag | None = Field(None, description="clear_all needs true.")
+
+    @model_validator(mode="after")
+    def _extras_are_metadata(self) -> "MemoryToolIn":
+        # What add keeps as metadata is held to metadata's rules whichever the action, as the schema says.
+        try:
+            check_json(self.model_extra or {}, "the parameters kept as metadata")
+        except InputRejected as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def parameters(self) -> dict:
+        """The dict the tool takes: what the caller sent, without nulls (a null means "the default")."""
+        sent = self.model_dump(exclude_unset=True)
+        if isinstance(self.time_range, TimeRangeIn):
+            sent["time_range"] = [self.time_range.start, self.time_range.end]
+        return {name: value for name, value in sent.items() if value is not None}

@@ -148,6 +148,8 @@ def _check_detail(fields: dict[str, Any]) -> None:
             check_text(fields[name], name, MAX_SHORT_TEXT_CHARS)
     for name in ("participants", "tags"):
         if fields.get(name) is not None:
+            if not isinstance(fields[name], list):
+                raise MemoryRequestError(f"{name} must be a list of names")
             check_names(fields[name], name)
     if fields.get("metadata") is not None:
         if not isinstance(fields["metadata"], dict):
@@ -236,6 +238,18 @@ def _check_year(moment: datetime | None, name: str) -> None:
         )
 
 
+def memory_check(memory: Memory) -> None:
+    """A memory made elsewhere (a row of an imported archive) against the rules every write path applies: its
+    content, type, importance, episodic detail, metadata and dates."""
+    _validate(memory.content, memory.memory_type, memory.importance)
+    _check_detail(
+        {name: getattr(memory, name) for name in ("context", "outcome", "participants", "tags", "metadata")}
+    )
+    for name in ("created_at", "updated_at", "expires_at", "last_accessed_at", "archived_at", "last_seen_at"):
+        _check_year(getattr(memory, name), name)
+    _check_year(memory.valid_to, "valid_to")
+
+
 @dataclass(frozen=True)
 class Written:
     """What a write did: `memory` is the new memory, or the existing one a duplicate or merge was counted on."""
@@ -264,6 +278,7 @@ def memory_write(
     memory_type: str = MemoryType.WORKING,
     importance: float = 0.5,
     session: AgentSession | None = None,
+    session_key: str | None = None,
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
     extract_entities: bool | None = None,
@@ -274,7 +289,10 @@ def memory_write(
 ) -> Written:
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
-    Working memory then evicts by priority to keep its per-session capacity."""
+    Working memory then evicts by priority to keep its per-session capacity. `session_key` names the session
+    instead of `session`: it is created (when new) in the write's transaction, so a refused write leaves none."""
+    if session_key is not None:
+        check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
     # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
     # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
@@ -294,6 +312,7 @@ def memory_write(
         memory=memory,
         user=user,
         session=session,
+        session_key=session_key,
         link=link,
         mentions=mentions,
         via=via,
@@ -308,12 +327,15 @@ def _memory_write(
     memory: Memory,
     user: User,
     session: AgentSession | None,
+    session_key: str | None,
     link: bool,
     mentions: ModelMentions | None,
     via: str,
     api_key: ApiKey | None,
     curate: bool,
 ) -> Written:
+    if session_key is not None:
+        session = memory.session = session_for_key(user=user, key=session_key)
     memory_type = memory.memory_type
     curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)
