@@ -23,6 +23,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import get_script_prefix, reverse, set_script_prefix
 
+from core.errors import RequestRefused
 from core.models import SubjectChange
 
 PREFIX = re.compile(r"^/users/(?P<pk>[0-9]{1,18})(?P<rest>/.*)$")
@@ -140,3 +141,27 @@ def subject(request: HttpRequest) -> dict[str, Any]:
         "own_section_url": own + (f"{section}/" if section else ""),
         "users_url": own_url(request, reverse("users")),
     }
+
+
+# --- the JSON API: a staff key reads another user's data with `user=<id>` ----------------------------------------
+
+UNKNOWN_USER = "No user with this id is visible to this key."
+USER_PARAM = (
+    "Staff keys only (a key whose owner is staff): read this user's data instead of the key owner's; the id is "
+    "the one GET /api/v1/admin/users lists. Any other key, or an id that does not exist, gets 404."
+)
+
+
+class UserNotVisible(RequestRefused):
+    status = 404
+
+
+def api_subject(owner: User, user_id: int | None) -> User:
+    """The user an API read is about: the key's owner, or (for a staff owner only) the user `user_id` names.
+    Everyone else gets the same 404 for every id, so the answer tells nothing about which users exist."""
+    if user_id is None or user_id == owner.pk:
+        return owner
+    subject = User.objects.filter(pk=user_id).first() if owner.is_staff else None
+    if subject is None:
+        raise UserNotVisible(UNKNOWN_USER)
+    return subject

@@ -4,6 +4,7 @@ from uuid import UUID
 
 from ninja import Field, Schema
 
+from core.acting import USER_PARAM
 from core.limits import (
     MAX_CONTENT_CHARS,
     MAX_LIST_ITEMS,
@@ -126,6 +127,7 @@ class WrittenMemoryOut(MemoryOut):
 
 
 class SearchIn(BodySchema):
+    user: int | None = Field(None, description=USER_PARAM)
     query: Annotated[str, *text_rules(MAX_QUERY_CHARS)]
     limit: Whole = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
@@ -360,6 +362,7 @@ class DedupeOut(Schema):
 
 
 class MemoryFilter(Schema):
+    user: int | None = Field(None, description=USER_PARAM)
     memory_type: MemoryTypeName | None = None
     session_id: Name | None = None
     min_importance: float | None = Field(None, ge=0.0, le=1.0)
