@@ -37,6 +37,7 @@ from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
     AgentSession,
     ChatMessage,
+    EditVia,
     Entity,
     Fact,
     GraphEdit,
@@ -118,8 +119,9 @@ def export_user(user, path: Path) -> dict[str, int]:
             text = serializers.serialize("jsonl", rows, use_natural_foreign_keys=True, cls=_ExactJSONEncoder)
             for line in text.splitlines():
                 record = json.loads(line)
-                if "api_key" in record["fields"]:
-                    record["fields"]["api_key"] = None
+                for key_field in ("api_key", "origin_key"):  # API keys stay behind
+                    if key_field in record["fields"]:
+                        record["fields"][key_field] = None
                 lines.append(json.dumps(record, ensure_ascii=False))
             field = FILE_FIELDS.get(model, "")
             for row in rows if field else ():
@@ -185,6 +187,9 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
             fields["user"] = [target]
         if "editor" in fields:  # another person's edit keeps no editor: they have no account here
             fields["editor"] = [target] if fields["editor"] == [source] else None
+        if record["model"] == "memories.memory":
+            # Here a memory came from the archive; how it was first written stays in its `sources`.
+            fields["origin"], fields["origin_key"] = EditVia.IMPORT, None
     with transaction.atomic():
         user, _ = get_user_model().objects.get_or_create(username=target)
         _refuse_existing(records)

@@ -26,6 +26,7 @@ from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
+from memories import facets
 from memories.history import most_and_least_retrieved
 from memories.models import AgentSession, Entity, Memory
 from memories.profile import user_profile
@@ -391,6 +392,9 @@ def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
         "session_count": AgentSession.objects.for_user(subject_user(request)).count(),
         "recent": memories.select_related("session")[:8],
         "profile": user_profile(subject_user(request), per_group=5),
+        "sources": facets.source_counts(subject_user(request)),
+        "tags": facets.tag_counts(subject_user(request)),
+        "top_tags": facets.TOP_TAGS,
     }
     # Most and least retrieved memories (memories.history), each row a link to the memory.
     context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(subject_user(request))

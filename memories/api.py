@@ -198,7 +198,7 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
 @paginate(BoundedLimitOffset)
 def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
     memories = Memory.objects.for_user(_reader(request, filters.user)).listed(archived=bool(filters.archived))
-    return memories.select_related("session").filtered(
+    return memories.select_related("session", "origin_key").filtered(
         memory_types=[filters.memory_type] if filters.memory_type else None,
         session_key=filters.session_id,
         min_importance=filters.min_importance,
@@ -207,12 +207,15 @@ def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
         until=filters.until,
         superseded=filters.superseded,
         contains=filters.q,
+        tag=filters.tag,
+        origin=filters.origin,
+        origin_key=filters.origin_key,
     )
 
 
 def _memory(request: HttpRequest, memory_id: UUID, user_id: int | None = None) -> Memory:
     owner = _reader(request, user_id)
-    return get_object_or_404(Memory.objects.select_related("session"), pk=memory_id, user=owner)
+    return get_object_or_404(Memory.objects.select_related("session", "origin_key"), pk=memory_id, user=owner)
 
 
 @router.get("/memories/{uuid:memory_id}", response=MemoryOut, summary="Get a memory")
@@ -280,6 +283,7 @@ def search(request: HttpRequest, payload: SearchIn):
         time_range=payload.time_range,
         include_superseded=payload.include_superseded,
         include_chat_copies=payload.include_chat_copies,
+        tag=payload.tag,
     )
     if user == _owner(request):  # an operator reading someone's memories does not use them
         services.record_access(
@@ -405,7 +409,7 @@ def get_session(
     request: HttpRequest, session_id: UUID, user: int | None = Query(None, description=USER_PARAM)
 ):
     session = get_object_or_404(AgentSession, pk=session_id, user=_reader(request, user))
-    memories = list(session.memories.select_related("session").order_by("created_at")[:1000])
+    memories = list(session.memories.select_related("session", "origin_key").order_by("created_at")[:1000])
     return {**SessionOut.from_orm(session).dict(), "memory_count": len(memories), "memories": memories}
 
 

@@ -14,13 +14,14 @@ from django.views.decorators.http import require_POST
 from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
 from memories import bulk
-from memories.forms import MemoryFilterForm, day_bounds
+from memories.forms import day_bounds
 from memories.models import AgentSession
 from memories.views import (
     UNDO_KEY,
     _back_to_list,
     _browse,
     _render_table,
+    filter_form,
     filtered_memories,
     ticked_ids,
     undo_offered,
@@ -33,9 +34,7 @@ VALUE_FIELDS["remove_tags"] = "tags_value"
 def _all_matching(request: AuthenticatedHttpRequest) -> list:
     """The ids of every memory the list's filter (the query string) matches; a search matches its hits only,
     which the page holds, so "all" then means the ticked rows."""
-    form = MemoryFilterForm(request.GET)
-    form.is_valid()
-    filters = form.filters
+    filters = filter_form(request).filters
     if "q" in filters:
         raise bulk.BulkError("“All matching” does not apply to a search: tick the results instead.")
     session = None

@@ -25,6 +25,12 @@ Name = Annotated[str, *text_rules(MAX_NAME_CHARS)]
 # A perceptual memory's description, sent as a form field beside its file.
 Description = Annotated[str, *text_rules(MAX_CONTENT_CHARS)]
 ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
+OriginName = Literal["page", "api", "mcp", "openai", "tool", "admin", "system", "chat", "doc", "import"]
+ORIGIN_RULE = (
+    "How the memory was first written: page (the console), api (the JSON API), mcp, openai (the "
+    "OpenAI-compatible endpoint), chat (the chat page), doc (from a document), import (a data archive), tool "
+    "(MemoryTool in Python), admin, system."
+)
 SessionKey = Annotated[str, *text_rules(MAX_NAME_CHARS, min_chars=1)]
 Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
@@ -108,6 +114,17 @@ class MemoryOut(Schema):
     )
     valid_to: datetime | None = Field(description="When a newer fact replaced this one.")
     superseded_by: UUID | None = Field(description="The memory that replaced this one.")
+    origin: OriginName = Field(description=ORIGIN_RULE)
+    origin_key: int | None = Field(description="The API key it was written with (api, mcp, openai), if any.")
+    origin_key_name: str | None = Field(description="That key's name.")
+
+    @staticmethod
+    def resolve_origin_key(memory: Memory) -> int | None:
+        return memory.origin_key_id
+
+    @staticmethod
+    def resolve_origin_key_name(memory: Memory) -> str | None:
+        return memory.origin_key.name if memory.origin_key_id and memory.origin_key else None
 
     @staticmethod
     def resolve_has_file(memory: Memory) -> bool:
@@ -137,6 +154,7 @@ class SearchIn(BodySchema):
         None, description="[start, end], ISO 8601; either may be null."
     )
     include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
     include_chat_copies: Flag = Field(
         False,
         description="Also return the working-memory copies of chat messages (a search within one session "
@@ -374,3 +392,6 @@ class MemoryFilter(Schema):
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
     q: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
+    origin: OriginName | None = Field(None, description=ORIGIN_RULE)
+    origin_key: int | None = Field(None, description="Only memories written with this API key (its id).")

@@ -324,8 +324,7 @@ def _memory_write(
     if decision.action in (curation.DUPLICATE, curation.MERGE):
         existing = _count_repeat(decision, memory, source, via=via, api_key=api_key, editor=editor)
         return Written(existing, decision.action, decision.reason)
-    memory.sources = [source]
-    memory.last_seen_at = memory.created_at
+    _set_origin(memory, source, via=via, api_key=api_key)
     _save_mirrored(memory)
     _index_facts(curator, [memory])
     MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor))
@@ -358,6 +357,14 @@ def _source(
     if memory.source_document_id:
         source["document"] = str(memory.source_document_id)
     return source
+
+
+def _set_origin(memory: Memory, source: dict[str, Any], *, via: str, api_key: ApiKey | None) -> None:
+    """A new memory's first source, and the route and key it came through as the columns lists filter by."""
+    memory.sources = [source]
+    memory.last_seen_at = memory.created_at
+    memory.origin = via
+    memory.origin_key = api_key
 
 
 def _count_repeat(
@@ -587,8 +594,7 @@ def memory_bulk_create(
             repeated = _count_repeat(decision, memory, source, via=via, api_key=api_key)
             written.append(Written(repeated, decision.action, decision.reason))
             continue
-        memory.sources = [source]
-        memory.last_seen_at = memory.created_at
+        _set_origin(memory, source, via=via, api_key=api_key)
         # Marked now, so the items after it see what is current; rows already stored are saved right away
         # (their new superseded_by is checked at commit, after this batch's rows exist).
         edits += apply_supersede(decision, memory, via=via, api_key=api_key)

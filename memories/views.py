@@ -29,7 +29,7 @@ from django_htmx.http import push_url
 from core.acting import subject_user, subject_view, viewing_other
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
-from memories import authoring_views, bulk, cleaning, history, listing, services
+from memories import authoring_views, bulk, cleaning, facets, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import AgentSession, EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
@@ -38,6 +38,7 @@ PAGE_SIZE = 50
 SEARCH_LIMIT = 50
 SESSIONS_PER_PAGE = 50
 TIMELINE_LIMIT = 1000
+TAG_CHOICES = 100  # the tags the filter's field suggests, most used first
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LIST_TEMPLATE = "memories/memory_list.html"
 UNDO_KEY = "memory_bulk_undo"  # the session's record of the last bulk action (memories.bulk_views)
@@ -122,10 +123,16 @@ def keyset_page(
 # --- the browser -------------------------------------------------------------------------------------------
 
 
+def filter_form(request: AuthenticatedHttpRequest) -> MemoryFilterForm:
+    """The browser's filters from the query string (the subject's API keys for the key filter), checked."""
+    form = MemoryFilterForm(request.GET, keys=facets.key_choices(subject_user(request)))
+    form.is_valid()
+    return form
+
+
 def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
     """The context of the memory table for the filters in request.GET."""
-    form = MemoryFilterForm(request.GET)
-    form.is_valid()
+    form = filter_form(request)
     filters = form.filters
     user = subject_user(request)
     context: dict[str, Any] = {
@@ -161,9 +168,9 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
             session=session,
             time_range=(start, end) if start or end else None,
             include_chat_copies=True,  # the browser shows every memory the filters select
+            tag=filters.get("tag"),
         )
-        high = filters.get("max_importance")
-        context["hits"] = [hit for hit in result.hits if high is None or hit.memory.importance <= high]
+        context["hits"] = [hit for hit in result.hits if _kept(hit.memory, filters)]
         listing.attach_entities([hit.memory for hit in context["hits"]])
         archived_note = "Search covers active memories only; archived ones are left out."
         context["search_notice"] = " ".join(
@@ -186,16 +193,29 @@ def _bulk_undo(request: AuthenticatedHttpRequest) -> dict | None:
     return record if undo_offered(request, record) else None
 
 
+def _kept(memory: Memory, filters: dict) -> bool:
+    """The filters a search does not apply itself, applied to one of its hits."""
+    high, origin, key = filters.get("max_importance"), filters.get("origin"), filters.get("origin_key")
+    return (
+        (high is None or memory.importance <= high)
+        and (not origin or memory.origin == origin)
+        and (key is None or memory.origin_key_id == key)
+    )
+
+
 def filtered_memories(user, filters: dict, *, session: AgentSession | None, start, end) -> QuerySet:
     """The browser's (non-search) filters as one QuerySet of `user`'s memories; bulk "all matching" reads it."""
     memories = Memory.objects.for_user(user).listed(archived=bool(filters.get("archived")))
-    return memories.select_related("session").filtered(
+    return memories.select_related("session", "origin_key").filtered(
         memory_types=[filters["type"]] if "type" in filters else None,
         session=session,
         min_importance=filters.get("min_importance"),
         max_importance=filters.get("max_importance"),
         since=start,
         until=end,
+        tag=filters.get("tag"),
+        origin=filters.get("origin"),
+        origin_key=filters.get("origin_key"),
     )
 
 
@@ -224,9 +244,9 @@ def memory_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
     if request.htmx.target == "memory-table":
         return _render_table(request, context)
-    context["session_keys"] = AgentSession.objects.for_user(subject_user(request)).values_list(
-        "key", flat=True
-    )[:100]
+    subject = subject_user(request)
+    context["session_keys"] = AgentSession.objects.for_user(subject).values_list("key", flat=True)[:100]
+    context["tag_names"] = [tag for tag, _ in facets.tag_counts(subject, limit=TAG_CHOICES)]
     return render(request, LIST_TEMPLATE, context)
 
 
@@ -290,7 +310,8 @@ def memories_forget(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 def _memory(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Memory:
-    return get_object_or_404(Memory.objects.for_user(subject_user(request)).select_related("session"), pk=pk)
+    memories = Memory.objects.for_user(subject_user(request)).select_related("session", "origin_key")
+    return get_object_or_404(memories, pk=pk)
 
 
 @subject_view
