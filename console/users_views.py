@@ -35,7 +35,9 @@ def users(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise Http404("No page is at this address.")
     query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
-    page = Paginator(find_users(query), USERS_PER_PAGE).get_page(request.GET.get("page"))
+    paginator = Paginator(find_users(query), USERS_PER_PAGE)
+    number = request.GET.get("page")
+    page = paginator.get_page(paginator.num_pages if number == "last" else number)
     rows = summarize(list(page))
     for row in rows:
         row.links = {label: subject_url(row.user, name) for label, name in USER_PAGES}  # type: ignore[attr-defined]

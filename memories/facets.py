@@ -15,6 +15,8 @@ from core.models import ApiKey
 from memories.models import EditVia, Memory
 
 TOP_TAGS = 20
+# The browser suggests the tags of the newest memories: one user's every list would be read on each page.
+SUGGESTED_FROM = 5_000
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,12 @@ class SourceCount:
         return f"{label} · {self.key.name}" if self.key else label
 
 
-def tag_counts(user: User, *, limit: int = TOP_TAGS) -> list[tuple[str, int]]:
-    """The user's most used tags with how many memories carry each, most used first (then by name)."""
+def tag_counts(user: User, *, limit: int = TOP_TAGS, newest: int | None = None) -> list[tuple[str, int]]:
+    """The user's most used tags with how many memories carry each, most used first (then by name); with
+    `newest`, among that many of their newest memories only."""
     table = Memory._meta.db_table
+    if newest is not None:
+        table = f"(SELECT tags, user_id FROM {table} WHERE user_id = %s ORDER BY created_at DESC LIMIT %s)"  # noqa: S608
     if connection.vendor == "postgresql":
         each = "jsonb_array_elements_text(m.tags) AS t(value) WHERE jsonb_typeof(m.tags) = 'array' AND"
     else:
@@ -40,8 +45,9 @@ def tag_counts(user: User, *, limit: int = TOP_TAGS) -> list[tuple[str, int]]:
         f"SELECT t.value, COUNT(*) FROM {table} AS m, {each} m.user_id = %s "  # noqa: S608 - names, not input
         "GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT %s"
     )
+    params = [user.pk, limit] if newest is None else [user.pk, newest, user.pk, limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, limit])
+        cursor.execute(sql, params)
         return [(str(tag), int(count)) for tag, count in cursor.fetchall()]
 
 

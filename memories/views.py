@@ -246,7 +246,8 @@ def memory_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         return _render_table(request, context)
     subject = subject_user(request)
     context["session_keys"] = AgentSession.objects.for_user(subject).values_list("key", flat=True)[:100]
-    context["tag_names"] = [tag for tag, _ in facets.tag_counts(subject, limit=TAG_CHOICES)]
+    suggested = facets.tag_counts(subject, limit=TAG_CHOICES, newest=facets.SUGGESTED_FROM)
+    context["tag_names"] = [tag for tag, _ in suggested]
     return render(request, LIST_TEMPLATE, context)
 
 

@@ -179,6 +179,8 @@ def test_the_dashboard_counts_memories_per_tag_and_per_source(logged_in, user, o
     memory_create(user=user, content="three", memory_type="semantic", via="page")
     memory_create(user=other_user, content="theirs", memory_type="semantic", tags=["travel"], via="page")
     assert facets.tag_counts(user) == [("travel", 2), ("work", 1)]
+    assert facets.tag_counts(user, newest=1) == []  # the newest memory ("three") has no tags
+    assert facets.tag_counts(user, newest=2) == [("travel", 1)]
     assert [(s.label, s.count) for s in facets.source_counts(user)] == [("page", 2), ("API · bot", 1)]
     html = logged_in.get(reverse("dashboard")).content.decode()
     assert (

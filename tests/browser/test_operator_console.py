@@ -174,5 +174,8 @@ def test_tags_and_sources_are_shown_filtered_and_counted(
     bulk.get_by_role("button", name="Run", exact=True).click()
     expect(table.locator("p.notice-line")).to_have_text("Tagged reviewed on 28 memories.", timeout=WAIT)
     untagged = Memory.objects.filter(user=lena).exclude(tags__has_tag="reviewed")
-    assert set(untagged.values_list("content", flat=True)) == {"Lena prefers tea", "Lena's birthday is in May"}
+    assert set(untagged.values_list("content", flat=True)) == {
+        "Lena prefers tea",
+        "Lena's birthday is in May",
+    }
     assert csp_violations == []
