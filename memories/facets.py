@@ -1,14 +1,14 @@
 """How one user's memories divide by tag and by source: the dashboard's counts and the browser's filter choices.
 
-A memory's tags are a JSON list, so counting them reads each list (json_each on SQLite, jsonb_array_elements_text
-on PostgreSQL); its source is two indexed columns (Memory.origin, origin_key). bench/console_pages.py measures both
-at 100,000 memories.
+A memory's tags are a JSON list, so counting them reads each row's list; its source is two indexed columns
+(Memory.origin, origin_key). bench/console_pages.py measures both at 100,000 memories.
 """
 
+import json
+from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db import connection
 from django.db.models import Count
 
 from core.models import ApiKey
@@ -34,21 +34,23 @@ class SourceCount:
 def tag_counts(user: User, *, limit: int = TOP_TAGS, newest: int | None = None) -> list[tuple[str, int]]:
     """The user's most used tags with how many memories carry each, most used first (then by name); with
     `newest`, among that many of their newest memories only."""
-    table = Memory._meta.db_table
+    memories = Memory.objects.for_user(user)
     if newest is not None:
-        table = f"(SELECT tags, user_id FROM {table} WHERE user_id = %s ORDER BY created_at DESC LIMIT %s)"  # noqa: S608
-    if connection.vendor == "postgresql":
-        each = "jsonb_array_elements_text(m.tags) AS t(value) WHERE jsonb_typeof(m.tags) = 'array' AND"
+        lists = Counter(
+            json.dumps(tags)
+            for tags in memories.order_by("-created_at").values_list("tags", flat=True)[:newest]
+        )
+        grouped = [(json.loads(tags), n) for tags, n in lists.items()]
     else:
-        each = "json_each(m.tags) AS t WHERE t.type = 'text' AND"
-    sql = (
-        f"SELECT t.value, COUNT(*) FROM {table} AS m, {each} m.user_id = %s "  # noqa: S608 - names, not input
-        "GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT %s"
-    )
-    params = [user.pk, limit] if newest is None else [user.pk, newest, user.pk, limit]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [(str(tag), int(count)) for tag, count in cursor.fetchall()]
+        # The same few lists repeat: grouping them in SQL and counting their tags here reads each row once,
+        # half the time of expanding every list in SQL (json_each) at 100,000 memories.
+        grouped = list(memories.values_list("tags").annotate(n=Count("id")).order_by())
+    counts: Counter[str] = Counter()
+    for tags, n in grouped:
+        for tag in set(tags) if isinstance(tags, list) else ():
+            if isinstance(tag, str):
+                counts[tag] += n
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
 def source_counts(user: User) -> list[SourceCount]:
