@@ -116,7 +116,6 @@ api = MnemoAPI(
 api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "console.api.router")
-api.add_router("/", "console.users_api.router")
 
 
 @api.exception_handler(RequestRefused)
