@@ -342,18 +342,14 @@ def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
         again = english_pipeline()(variant) if variant is not None else None
     if again is not None and any(entity_types.opens_with_non_name(s[0], again) for s in doc.sents):
         doc = again  # the same characters but one case: offsets and spans hold, names come from `text`
-    mentions = []
+    spans: dict[int, tuple[int, str]] = {}  # an entity's first token → (its end, its type)
     covered: set[int] = set()
     for ent in doc.ents:
         covered.update(range(ent.start, ent.end))  # a date ("in March") or amount is no name either
         entity_type = _SPACY_TYPES.get(ent.label_)
-        if entity_type is None:
-            continue
-        tokens = entity_types.trimmed(list(ent))
-        name = text[tokens[0].idx : tokens[-1].idx + len(tokens[-1])].strip()
-        if entity_key(name) in technical_keys:
-            continue
-        mentions.append(Mention(name, entity_type))
+        if entity_type is not None:
+            tokens = entity_types.trimmed(list(ent))
+            spans[tokens[0].i] = (tokens[-1].i + 1, entity_type)
     run: list = []
     for token in [*doc, None]:
         if (
@@ -367,13 +363,22 @@ def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
             continue
         if run:
             run = entity_types.trimmed(run)
-            # A title or modifier of a name spaCy found ("CEO" in "CEO Tim Cook") is no name of its own.
-            if not all(t.dep_ == "compound" and t.head.i in covered for t in run):
-                name = text[run[0].idx : run[-1].idx + len(run[-1])]
-                if entity_key(name) not in technical_keys and _LATIN_NAME.match(name):
-                    mentions.append(Mention(name, "CONCEPT"))
+            following = spans.get(run[-1].i + 1)
+            if following is not None and all(t.dep_ == "compound" and t.head.i in covered for t in run):
+                # Modifiers of the name spaCy found after them: a title or role ("CEO Tim Cook") is no name;
+                # a name's first part spaCy left out ("Ana" in "Ana Costa") joins it, typed anew.
+                if not entity_types.is_title(run):
+                    spans[run[0].i] = (spans.pop(run[-1].i + 1)[0], "CONCEPT")
+            else:
+                spans[run[0].i] = (run[-1].i + 1, "CONCEPT")
             run = []
-    return [Mention(m.name, entity_types.english_type(m.name, m.entity_type)) for m in mentions]
+    mentions = []
+    for start, (end, entity_type) in sorted(spans.items()):
+        name = text[doc[start].idx : doc[end - 1].idx + len(doc[end - 1])].strip()
+        if entity_key(name) in technical_keys or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name)):
+            continue
+        mentions.append(Mention(name, entity_types.english_type(name, entity_type)))
+    return mentions
 
 
 def _pattern_relations(text: str, mentions: list[Mention]) -> list[RelationMention]:

@@ -146,6 +146,11 @@ def trimmed(tokens: list) -> list:
     return tokens[start:end]
 
 
+def is_title(tokens: list) -> bool:
+    """A courtesy title or a role in capitals before a name ("Dr", "CEO"), not part of it."""
+    return all(t.lower_.rstrip(".") in _TITLES or (t.is_upper and len(t.text) > 1) for t in tokens)
+
+
 def recased(text: str, doc) -> str | None:
     """`text` with each sentence's opening word in lower case, when spaCy took that word for part of a name
     (a proper noun) only because of its capital: None when no sentence opens so."""
@@ -160,8 +165,15 @@ def recased(text: str, doc) -> str | None:
 
 
 def opens_with_non_name(token, recased_doc) -> bool:
-    """True when this sentence-opening token, read again in lower case, is no noun: "Met", "Visited"."""
+    """True when this sentence-opening token, read again in lower case, is a verb ("Met", "Visited") and no
+    given name or place a gazetteer knows ("Ana", "Lyon" stay names)."""
     if recased_doc is None:
         return False
     other = recased_doc[token.i] if token.i < len(recased_doc) else None
-    return other is not None and other.idx == token.idx and other.pos_ not in ("PROPN", "NOUN", "X")
+    return (
+        other is not None
+        and other.idx == token.idx
+        and other.pos_ in ("VERB", "AUX")
+        and token.text.casefold() not in _given_names()
+        and not gazetteer.places(token.text)
+    )
