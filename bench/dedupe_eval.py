@@ -47,9 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "dedupe"
 RESULTS = ROOT / "bench" / "results" / "dedupe.md"
 sys.path.insert(0, str(ROOT))
-from bench.external_sets import external_dir  # noqa: E402
+from bench.external_sets import external_dir, shared_bench_dir  # noqa: E402
 
-LOCOMO = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "bench" / "locomo10.json"))
+LOCOMO = Path(os.environ.get("LOCOMO_PATH", shared_bench_dir() / "locomo10.json"))
 EXPECTED = {"duplicate": ("duplicate", "merge"), "contradiction": ("supersede",), "distinct": ("add",)}
 SETS = ("current", "pawsx_zh", "stsb", "tatoeba")
 SWEEP = (0.75, 0.78, 0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.95)

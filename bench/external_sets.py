@@ -42,12 +42,16 @@ SOURCES = {
 }
 
 
-def external_dir() -> Path:
-    """../shared/bench/external from the main checkout; from a worktree under /work/wt, the same folder."""
+def shared_bench_dir() -> Path:
+    """../shared/bench from the main checkout; from a worktree under /work/wt, the same folder."""
     for base in (ROOT.parent, ROOT.parent.parent):
         if (base / "shared" / "bench").is_dir():
-            return base / "shared" / "bench" / "external"
-    return ROOT.parent / "shared" / "bench" / "external"
+            return base / "shared" / "bench"
+    return ROOT.parent / "shared" / "bench"
+
+
+def external_dir() -> Path:
+    return shared_bench_dir() / "external"
 
 
 def show(source: str, path: str) -> str:

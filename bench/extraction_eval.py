@@ -180,6 +180,10 @@ def without(mechanism: str):
             def is_place(name: str, min_population: int = 0) -> bool:
                 return False
 
+            @staticmethod
+            def places(name: str) -> tuple:
+                return ()
+
         entity_types.gazetteer = NoPlaces  # type: ignore[assignment]
     try:
         yield

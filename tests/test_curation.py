@@ -467,3 +467,23 @@ def test_fingerprint_and_lexical_terms_read_one_normalised_text():
     assert normalise("Ｎｏｒａ’s “ｂｅｓｔ” idea — ever") == 'Nora\'s "best" idea - ever'
     assert fingerprint("Nora’s plan——v２!") == fingerprint("nora's plan-v2")
     assert lexical_terms("Ｎｏｒａ’s ＫＡＹＡＫ") == lexical_terms("Nora's KAYAK")
+
+
+def test_finding_duplicates_in_a_store_sees_text_typed_differently(user):
+    from memories import cleaning
+
+    items = [
+        services.NewMemory(
+            "Nadia's go-to editor is Helix", "semantic", created_at=timezone.now() - timedelta(days=2)
+        ),
+        services.NewMemory(
+            "Nadia’s go-to editor is Helix!!", "semantic", created_at=timezone.now() - timedelta(days=1)
+        ),
+        services.NewMemory("我住在维也纳", "semantic", created_at=timezone.now() - timedelta(hours=5)),
+        services.NewMemory("The user lives in Vienna", "semantic", created_at=timezone.now()),
+    ]
+    first, again, zh, en = (
+        w.memory for w in services.memory_bulk_create(user=user, items=items, curate=False)
+    )
+    drafts = cleaning.propose(user)
+    assert [(d.action, d.memory, d.target) for d in drafts] == [("merge", again, first), ("merge", en, zh)]
