@@ -236,8 +236,11 @@ def content_words(text: str) -> set[str]:
     return set(content_word_sequence(text))
 
 
-def content_word_sequence(text: str) -> list[str]:
-    """content_words in the order the text says them, repeats included."""
+@lru_cache(maxsize=8192)
+def content_word_sequence(text: str) -> tuple[str, ...]:
+    """content_words in the order the text says them, repeats included. In Chinese a word of one character
+    counts when jieba tags it a noun ("猫", "狗": "一个人抱着一只猫" is not "…一只狗"); other single characters are
+    particles, measure words and the like."""
     stop = _stop_words()
     words: list[str] = []
     for latin, chars in _runs(normalise(text)):
@@ -245,8 +248,21 @@ def content_word_sequence(text: str) -> list[str]:
             if word.isdigit() or word in _NEGATIONS or (word not in stop and len(word) > 1):
                 words.append(_stem(word))
         if chars:
-            words.extend(w for w in _jieba().cut(chars) if w in _NEGATIONS or (len(w) > 1 and w not in stop))
-    return words
+            words.extend(
+                pair.word
+                for pair in _jieba_pos().cut(chars)
+                if pair.word in _NEGATIONS
+                or (pair.word not in stop and (len(pair.word) > 1 or pair.flag.startswith("n")))
+            )
+    return tuple(words)
+
+
+@cache
+def _jieba_pos():
+    _jieba()
+    import jieba.posseg
+
+    return jieba.posseg
 
 
 def same_word_order(one: str, other: str) -> bool:

@@ -302,12 +302,14 @@ class Curator:
     # --- 3. near-duplicates -------------------------------------------------------------------------------
 
     def _near_duplicate(self, memory: Memory) -> Decision | None:
-        similar = sorted(self._similar(memory), key=lambda pair: pair[1], reverse=True)
+        lowest = min(THRESHOLDS.values())
+        # A bulk write compares with every fact before it: the cheap cut first, the evidence for the few left.
+        similar = sorted((pair for pair in self._similar(memory) if pair[1] >= lowest), key=lambda pair: pair[1])
         # The nearest fact above the threshold for its pair of languages that the memory adds nothing to.
         best = next(
             (
                 (existing, similarity)
-                for existing, similarity in similar
+                for existing, similarity in reversed(similar)
                 if similarity >= self.threshold(memory, existing) and self._compatible(memory, existing)
             ),
             None,
