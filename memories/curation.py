@@ -304,7 +304,9 @@ class Curator:
     def _near_duplicate(self, memory: Memory) -> Decision | None:
         lowest = min(THRESHOLDS.values())
         # A bulk write compares with every fact before it: the cheap cut first, the evidence for the few left.
-        similar = sorted((pair for pair in self._similar(memory) if pair[1] >= lowest), key=lambda pair: pair[1])
+        similar = sorted(
+            (pair for pair in self._similar(memory) if pair[1] >= lowest), key=lambda pair: pair[1]
+        )
         # The nearest fact above the threshold for its pair of languages that the memory adds nothing to.
         best = next(
             (

@@ -21,7 +21,7 @@ import re
 from functools import cache
 
 from core import gazetteer
-from core.privacy import MASKED
+from core.secrets import PLACEHOLDER
 
 # Chosen on the UNER English dev set (bench/extraction_eval.py, results/extraction.md): a city this large that
 # spaCy calls a person or an organisation is far more often the city.
@@ -41,12 +41,7 @@ def is_name(name: str) -> bool:
     name = name.strip()
     if not any(char.isalpha() for char in name) or _NUMBER.match(name):
         return False
-    return not MASKED.search(name) and "masked]" not in name
-
-
-def without_masks(text: str) -> str:
-    """The text with each masked secret blanked out (same length, so offsets hold)."""
-    return MASKED.sub(lambda match: " " * len(match.group()), text)
+    return not PLACEHOLDER.search(name) and "masked]" not in name
 
 
 def english_type(name: str, entity_type: str) -> str:
