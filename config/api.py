@@ -109,7 +109,7 @@ api = MnemoAPI(
     version="1",
     description=(
         "Memory and knowledge for agents. Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <key>`; "
-        "create keys on the API keys page or with `python manage.py create_api_key <username>`."
+        "create keys on Settings → API keys or with `python manage.py create_api_key <username>`."
     ),
     urls_namespace="api",
     auth=API_AUTH,
