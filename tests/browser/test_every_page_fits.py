@@ -3,7 +3,6 @@ the memory list shows cards whose text links to the memory, and Review's Approve
 
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -18,7 +17,6 @@ from memories.models import ChatMessage, ChatRole
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SIZES = {"phone": {"width": 390, "height": 844}, "laptop": {"width": 1280, "height": 800}}
-SHOTS = Path("/tmp/ui-shots")
 LONG = "The quarterly audit log review covers every change to the billing service and its configuration " * 2
 WIDTH = "[document.scrollingElement.scrollWidth, window.innerWidth]"
 
@@ -94,10 +92,11 @@ def pages(user, django_user_model):
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_no_page_is_wider_than_the_window(page: Page, log_in, pages, live_server, size, csp_violations):
+def test_no_page_is_wider_than_the_window(
+    page: Page, log_in, pages, live_server, size, csp_violations, tmp_path
+):
     page.set_viewport_size(SIZES[size])
     log_in("alice")
-    SHOTS.mkdir(exist_ok=True)
     too_wide = {}
     for name, path in pages.items():
         page.goto(live_server.url + path)
@@ -105,7 +104,7 @@ def test_no_page_is_wider_than_the_window(page: Page, log_in, pages, live_server
         scroll_width, window_width = page.evaluate(WIDTH)
         if scroll_width > window_width:
             too_wide[name] = scroll_width
-        page.screenshot(path=str(SHOTS / f"{size}-{name}.png"), full_page=True)
+        page.screenshot(path=str(tmp_path / f"{size}-{name}.png"), full_page=True)  # kept in test-artifacts/
     page.context.clear_cookies()
     page.goto(live_server.url + reverse("login"))
     scroll_width, window_width = page.evaluate(WIDTH)
@@ -134,6 +133,11 @@ def test_on_a_phone_the_memory_list_is_cards_whose_text_opens_the_memory(
             )
             action_box = link.bounding_box()
             assert action_box is not None and action_box["x"] + action_box["width"] <= 390, action
+    # The inline edit form replaces the card, in the card's width.
+    rows.nth(1).get_by_role("link", name="Edit").click()
+    expect(page.get_by_role("form", name="Edit memory")).to_be_visible()
+    scroll_width, window_width = page.evaluate(WIDTH)
+    assert scroll_width <= window_width
     text = rows.nth(0).locator("a.memory-text")
     expect(text).to_have_css("display", "block")
     href = text.get_attribute("href")
