@@ -563,3 +563,26 @@ def test_an_operators_edit_in_the_admin_is_recorded_and_mirrored(admin_client, u
     )
     assert Chunk.objects.get(pk=chunk.pk).edited_at is not None
     assert lexical(user, "quay office", chunk) > 0
+
+
+def test_the_secret_scan_masks_a_secret_kept_in_a_chunks_history(user):
+    import io
+    import re
+
+    from core.models import PrivacySettings
+
+    token = "ghp_Xb4Kq9Lm2Np7Rt5Vw8Yz3Ac6Df1Gh0Jk2Mn4"
+    PrivacySettings.objects.create(user=user, secrets="keep")  # kept while she typed it
+    chunk = tides(ingest_text(user))
+    chunk_update(chunk=chunk, via=ChunkEditVia.API, text=f"The tide gauge token is {token} now.")
+    chunk_update(chunk=chunk, via=ChunkEditVia.API, text="The tide gauge token was rotated.")
+    PrivacySettings.objects.filter(user=user).update(secrets="mask")
+
+    out = io.StringIO()
+    call_command("scan_secrets", "--user", "alice", stdout=out)
+    assert re.search(r"^\s*chunk history\s+2\s+0\s+0\s+2\s*$", out.getvalue(), re.MULTILINE), out.getvalue()
+    history = [edit.changes["text"] for edit in ChunkEdit.objects.order_by("pk")]
+    assert history == [
+        [NOTES.split("\n")[4], "The tide gauge token is [api_key masked] now."],
+        ["The tide gauge token is [api_key masked] now.", "The tide gauge token was rotated."],
+    ]
