@@ -6,7 +6,6 @@ from uuid import UUID
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import File, Form, Query, Router, Status, UploadedFile
-from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from core.auth import WRITE_AUTH, ApiRequest, require_write
@@ -191,17 +190,13 @@ def get_chunk(request: HttpRequest, document_id: UUID, chunk_id: UUID):
 )
 def update_chunk(request: HttpRequest, document_id: UUID, chunk_id: UUID, payload: ChunkPatch):
     """`text`: the chunk's new text, embedded again; the old text is kept in its history. `enabled`: false keeps
-    the chunk (and its history) but no search, ask, RAG tool or chat returns it; true returns it to them."""
+    the chunk (and its history) but no search, ask, RAG tool or chat returns it; true returns it to them. A field
+    left out or null is left as it is; a change that changes nothing records nothing."""
     changes = {name: value for name, value in payload.dict(exclude_unset=True).items() if value is not None}
-    if not changes:
-        raise HttpError(422, "send text and/or enabled")
-    chunk = chunk_update(
-        chunk=_chunk(request, document_id, chunk_id),
-        via=ChunkEditVia.API,
-        api_key=cast(ApiRequest, request).auth,
-        **changes,
-    )
-    return _chunk(request, document_id, chunk.pk)
+    chunk = _chunk(request, document_id, chunk_id)
+    if changes:
+        chunk_update(chunk=chunk, via=ChunkEditVia.API, api_key=cast(ApiRequest, request).auth, **changes)
+    return _chunk(request, document_id, chunk_id)
 
 
 @router.post("/knowledge/search", response=KnowledgeSearchOut, summary="Hybrid search over chunks")
