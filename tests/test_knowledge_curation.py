@@ -425,6 +425,28 @@ def test_disable_and_enable_on_the_page_swap_the_chunk_in_place(logged_in, user,
     assert Chunk.objects.get(pk=theirs.pk).enabled
 
 
+def test_every_chunk_page_route_is_a_404_for_another_users_chunk(logged_in, user, other_user):
+    theirs = tides(ingest_text(other_user))
+    mine = tides(ingest_text(user))
+    elsewhere = ingest_text(user, text="# Else\n\nSomething else entirely.", title="else")
+    for document_id, chunk_id in ((theirs.document_id, theirs.pk), (elsewhere.pk, mine.pk)):
+        for name, method, data in (
+            ("chunk_item", "get", {}),
+            ("chunk_edit", "get", {}),
+            ("chunk_edit", "post", {"text": "Overwritten by someone else."}),
+            ("chunk_disable", "post", {}),
+            ("chunk_enable", "post", {}),
+        ):
+            url = reverse(name, args=[document_id, chunk_id])
+            for headers in ({}, HTMX):
+                response = getattr(logged_in, method)(url, data, **headers)
+                assert response.status_code == 404, (name, method, headers)
+    assert detail(logged_in, theirs.document, f"?cite={theirs.pk}").status_code == 404
+    untouched = Chunk.objects.get(pk=theirs.pk)
+    assert (untouched.text, untouched.enabled) == (theirs.text, True)
+    assert Chunk.objects.get(pk=mine.pk).enabled and not ChunkEdit.objects.exists()
+
+
 def test_editing_on_the_page_shows_the_history_and_never_unescaped_text(logged_in, user):
     chunk = tides(ingest_text(user))
     url = reverse("chunk_edit", args=[chunk.document_id, chunk.pk])
