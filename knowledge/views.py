@@ -1,8 +1,9 @@
 """The knowledge pages: library (upload, live ingestion rows, filters), document detail, retrieval test.
 
-Every query starts from request.user, so another user's document is a 404 on every page and action; writes go
-through knowledge.services. Rows of documents being ingested poll their own row partial every second and stop
-once the state is final (the returned row has no hx-trigger).
+Every query starts from subject_user(request) (the signed-in user, or the one a staff member opened: core.acting),
+so another user's document is a 404 on every page and action; writes go through knowledge.services. Rows of
+documents being ingested poll their own row partial every second and stop once the state is final (the returned
+row has no hx-trigger).
 """
 
 import re
@@ -32,6 +33,7 @@ from django_htmx.http import (
 )
 
 from core import hybrid
+from core.acting import subject_user, subject_view
 from core.llm import Budget
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
@@ -53,7 +55,7 @@ CHANGED_EVENT = "documents-changed"  # the library table listens for it and relo
 
 
 def _owned(request: AuthenticatedHttpRequest) -> DocumentQuerySet:
-    return Document.objects.for_user(request.user)
+    return Document.objects.for_user(subject_user(request))
 
 
 def _document(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Document:
@@ -116,6 +118,7 @@ def _upload_context(namespaces: list[str]) -> dict:
     }
 
 
+@subject_view
 @login_required
 @require_GET
 def library(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -149,7 +152,7 @@ def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -
     name = safe_filename(file.name or "document")
     try:
         accepted = services.document_create(
-            user=request.user,
+            user=subject_user(request),
             file=file,
             namespace=data["namespace"],
             chunk_size=data["chunk_size"],
@@ -161,6 +164,7 @@ def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -
     return UploadOutcome(name, 201 if accepted.created else 200, accepted.document)
 
 
+@subject_view
 @login_required
 @require_POST
 def document_upload(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -202,6 +206,7 @@ def _render_row(
     return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def document_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -228,6 +233,7 @@ def _change_state(
     return navigate(request, next_url(request, reverse("document_detail", args=[pk])))
 
 
+@subject_view
 @login_required
 @require_POST
 def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -239,6 +245,7 @@ def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
     )
 
 
+@subject_view
 @login_required
 @require_POST
 def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -247,6 +254,7 @@ def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRes
     )
 
 
+@subject_view
 @login_required
 @require_POST
 def document_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -321,6 +329,7 @@ def detail_context(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> dict:
     }
 
 
+@subject_view
 @login_required
 @require_GET
 def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -347,6 +356,7 @@ def page_context(document: Document, rechunk_form: RechunkForm | None = None) ->
     }
 
 
+@subject_view
 @login_required
 @require_GET
 def document_download(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
@@ -398,14 +408,14 @@ def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpRespon
         query, arguments = form.cleaned_data["q"], form.search_arguments()
         arguments["budget"] = Budget.for_request(request)
         if asking:
-            answer = ask(user=request.user, question=query, **arguments)
+            answer = ask(user=subject_user(request), question=query, **arguments)
             for citation in answer.citations:
                 citation["url"] = chunk_url(
                     citation["chunk_id"], citation["document_id"], citation["ordinal"]
                 )
             context |= {"answer": answer, "answer_html": linked_answer(answer.text, len(answer.citations))}
         else:
-            result = search_chunks(user=request.user, query=query, **arguments)
+            result = search_chunks(user=subject_user(request), query=query, **arguments)
             for hit in result.hits:
                 # Only this page links a hit to its passage, so the link rides on the hit to the template.
                 cast(Any, hit).url = chunk_url(hit.chunk.pk, hit.chunk.document_id, hit.chunk.ordinal)
@@ -420,6 +430,7 @@ def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpRespon
     return render(request, SEARCH_TEMPLATE, context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def knowledge_search(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -427,6 +438,7 @@ def knowledge_search(request: AuthenticatedHttpRequest) -> HttpResponse:
     return _retrieval(request, asking=False)
 
 
+@subject_view
 @login_required
 @require_GET
 def knowledge_ask(request: AuthenticatedHttpRequest) -> HttpResponse:
