@@ -1,8 +1,10 @@
 """Curation on a document's page: edit a chunk, disable or enable it, chunk the document again.
 
-Every chunk is looked up through its owner, so another user's chunk is a 404; the writes go through
-knowledge.curation and knowledge.services. Under htmx a chunk's action answers with that chunk's article (or its
-form), which swaps itself in place; without JavaScript the forms post and the browser comes back to the chunk.
+Every chunk is looked up through its owner (subject_user: the signed-in user, or the end-user a staff member
+opened under /users/<id>/, core.acting), so another user's chunk is a 404; the writes go through
+knowledge.curation and knowledge.services and name request.user, whoever made the change, as its editor. Under
+htmx a chunk's action answers with that chunk's article (or its form), which swaps itself in place; without
+JavaScript the forms post and the browser comes back to the chunk.
 """
 
 import uuid
@@ -14,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.acting import subject_user, subject_view
 from core.errors import RequestRefused
 from core.pages import AuthenticatedHttpRequest, navigate
 from knowledge import services
@@ -33,7 +36,7 @@ CHUNK_EDIT_TEMPLATE = "knowledge/chunk_edit.html"
 
 def _chunk(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.UUID) -> Chunk:
     chunks = chunks_with_history().select_related("document").defer("document__markdown")
-    return get_object_or_404(chunks, pk=chunk_pk, document_id=pk, user=request.user)
+    return get_object_or_404(chunks, pk=chunk_pk, document_id=pk, user=subject_user(request))
 
 
 def _at_chunk(chunk: Chunk) -> str:
@@ -50,6 +53,7 @@ def _render_chunk(
     return render(request, f"{DETAIL_TEMPLATE}#chunk-item", {"chunk": chunk, **extra}, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def chunk_item(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.UUID) -> HttpResponse:
@@ -57,6 +61,7 @@ def chunk_item(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.
     return _render_chunk(request, _chunk(request, pk, chunk_pk))
 
 
+@subject_view
 @login_required
 @require_http_methods(["GET", "POST"])
 def chunk_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.UUID) -> HttpResponse:
@@ -96,18 +101,21 @@ def _set_enabled(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uui
     return redirect(_at_chunk(chunk))
 
 
+@subject_view
 @login_required
 @require_POST
 def chunk_disable(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.UUID) -> HttpResponse:
     return _set_enabled(request, pk, chunk_pk, enabled=False)
 
 
+@subject_view
 @login_required
 @require_POST
 def chunk_enable(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.UUID) -> HttpResponse:
     return _set_enabled(request, pk, chunk_pk, enabled=True)
 
 
+@subject_view
 @login_required
 @require_POST
 def document_rechunk(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:

@@ -608,3 +608,38 @@ def test_the_secret_scan_masks_a_secret_kept_in_a_chunks_history(user):
         [NOTES.split("\n")[4], "The tide gauge token is [api_key masked] now."],
         ["The tide gauge token is [api_key masked] now.", "The tide gauge token was rotated."],
     ]
+
+
+def test_staff_curate_an_end_users_chunks_under_their_address_and_are_named(client, user, django_user_model):
+    from core.models import SubjectChange
+
+    staff = django_user_model.objects.create_user(
+        username="operator", password="staff pass 123", is_staff=True
+    )
+    client.force_login(staff)
+    document = ingest_text(user)
+    chunk = tides(document)
+    under = f"/users/{user.pk}"
+    disabled = client.post(under + reverse("chunk_disable", args=[document.pk, chunk.pk]), **HTMX)
+    assert disabled.status_code == 200
+    # The swapped-in article's actions stay with her: their addresses carry her prefix.
+    assert f'hx-post="{under}/knowledge/{document.pk}/chunks/{chunk.pk}/enable/"' in disabled.text
+    edited = client.post(
+        under + reverse("chunk_edit", args=[document.pk, chunk.pk]), {"text": "Tide tables are on the quay."}
+    )
+    assert edited.status_code == 302 and edited["Location"].startswith(f"{under}/knowledge/{document.pk}/")
+    edits = ChunkEdit.objects.order_by("pk")
+    assert [(edit.editor, edit.via, sorted(edit.changes)) for edit in edits] == [
+        (staff, "page", ["enabled"]),
+        (staff, "page", ["text"]),
+    ]
+    rechunked = client.post(
+        under + reverse("document_rechunk", args=[document.pk]), {"chunk_size": "60", "chunk_overlap": "0"}
+    )
+    assert rechunked.status_code == 302
+    assert Document.objects.get(pk=document.pk).chunk_size == 60
+    assert list(SubjectChange.objects.order_by("pk").values_list("staff__username", "view", "subject")) == [
+        ("operator", "chunk_disable", user.pk),
+        ("operator", "chunk_edit", user.pk),
+        ("operator", "document_rechunk", user.pk),
+    ]
