@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 from knowledge import services
 from knowledge.models import Chunk, Document
 from tests import fixtures_knowledge as fk
+from tests.browser.test_narrow_screens import PHONE, assert_fits
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -170,4 +171,29 @@ def test_open_a_citation_and_see_its_passage_highlighted_on_its_page(
     assert mark.evaluate("element => getComputedStyle(element).backgroundColor") == "rgb(254, 240, 138)"
     expect(page.locator("mark")).to_have_count(1)  # only the cited passage
     page.screenshot(path=tmp_path / "citation.png", full_page=False)
+    assert csp_violations == []
+
+
+def test_the_curation_controls_fit_a_phone(page: Page, log_in, user, live_server, csp_violations, tmp_path):
+    document = ready(user)
+    chunk = document.chunks.get(heading_path="Harbour notes > Tides")
+    log_in("alice")
+    page.set_viewport_size(PHONE)
+    page.goto(f"{live_server.url}/knowledge/{document.pk}/?cite={chunk.pk}")
+    article = page.locator(f"#chunk-{chunk.pk}")
+    article.get_by_role("button", name="Disable chunk #0").click()
+    expect(article.get_by_role("button", name="Enable chunk #0")).to_be_visible()
+    article.get_by_role("link", name="Edit chunk #0").click()
+    article.get_by_label("Text of chunk #0").fill("Tide tables " * 40)
+    article.get_by_role("button", name="Save").click()
+    expect(article.get_by_role("status")).to_have_text("Saved")
+    article.get_by_text("History · 2 changes").click()
+    page.locator("#rechunk-panel").get_by_text("Re-chunk with other settings").click()
+    expect(page.get_by_label("Chunk size (tokens)")).to_be_visible()
+    # The chunk's own buttons stay on screen: none is pushed past the right edge.
+    for name in ("Enable chunk #0", "Edit chunk #0"):
+        box = article.get_by_role("button" if name.startswith("Enable") else "link", name=name).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= PHONE["width"], name
+    assert_fits(page, "a document being curated")
+    page.screenshot(path=tmp_path / "phone-curation.png", full_page=True)
     assert csp_violations == []
