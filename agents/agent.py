@@ -448,10 +448,7 @@ class Agent:
         if chunks:
             parts.append(
                 "Knowledge passages:\n"
-                + "\n".join(
-                    f"[{i}] {hit.chunk.document.title}: {hit.chunk.text[:800]}"
-                    for i, hit in enumerate(chunks, 1)
-                )
+                + "\n".join(f"[{i}] {hit.source}: {hit.chunk.text[:800]}" for i, hit in enumerate(chunks, 1))
             )
         return "\n\n".join(parts)
 

@@ -87,9 +87,7 @@ def retrieval_only_answer(
         lines.append(f"{RETRIEVAL_ONLY}{acknowledged}")
     if chunks:
         lines.append("From your knowledge base:")
-        lines += [
-            f"[{i}] {hit.chunk.document.title}: {hit.chunk.text[:300]}" for i, hit in enumerate(chunks, 1)
-        ]
+        lines += [f"[{i}] {hit.source}: {hit.chunk.text[:300]}" for i, hit in enumerate(chunks, 1)]
     return "\n".join(lines)
 
 

@@ -60,8 +60,10 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
     body = operation.get("requestBody", {}).get("content", {})
     if "multipart/form-data" in body:
         statuses["415"] = "The file type is not supported"
-    if path.endswith(("/retry", "/cancel")):
+    if path.endswith(("/retry", "/cancel", "/rechunk")):
         statuses["409"] = "The document is not in a state that allows this"
+    if path.endswith("/chunks/{chunk_id}") and method == "patch":
+        statuses["409"] = "The chunk's document is being ingested again"
     if path.endswith("/{decision}"):
         statuses["409"] = "The proposal is not in a state that allows this"
     if path.endswith("/reinstate"):

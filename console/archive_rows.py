@@ -81,7 +81,8 @@ def _checked(field: models.Field, raw: Any, where: str) -> Any:
     if isinstance(raw, str) and not isinstance(field, models.CharField | models.TextField):
         pass  # a date or a number as text: to_python reads it
     elif isinstance(field, models.FloatField | models.IntegerField) and not _is_number(raw):
-        raise PortabilityError(f"{where} must be a number, got {_shown(raw)}")
+        if not (raw is None and field.null):  # a nullable number (a chunk's page) may be null
+            raise PortabilityError(f"{where} must be a number, got {_shown(raw)}")
     value = field.to_python(raw)
     if isinstance(value, str):
         _check_storable(value, where, field)

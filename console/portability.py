@@ -3,9 +3,9 @@
 The archive is a ZIP of `manifest.json`, `data.jsonl` (Django's JSON-lines serializer, rows in dependency order,
 users by username) and `files/` (uploaded documents and perceptual files under their stored names). It holds
 memories with every field, their edit history and access log, sessions with chat messages, entities, links and
-relations with the graph's curation log, documents with their original files and chunks, golden questions and
-evaluation runs. API keys stay
-behind: their secrets are not the user's to carry, so edits and accesses made through a key keep no key.
+relations with the graph's curation log, documents with their original files and chunks (with the chunks' edit
+history), golden questions and evaluation runs. API keys stay behind: their secrets are not the user's to carry,
+so edits and accesses made through a key keep no key.
 
 Vectors are not in the archive: the import writes rows as they were and then mirrors them, as resync_mirrors does.
 
@@ -42,7 +42,7 @@ from django.utils import timezone
 from console.archive import DATA, FILES, MANIFEST, ArchiveReader, PortabilityError, max_file_bytes
 from console.archive_rows import check_username, row_values
 from console.models import EvaluationRun, GoldenQuestion
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, ChunkEdit, Document
 from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
@@ -68,6 +68,7 @@ MODELS = (
     ChatMessage,
     Document,
     Chunk,
+    ChunkEdit,
     Memory,
     Fact,
     MemoryEdit,
@@ -80,7 +81,7 @@ MODELS = (
     EvaluationRun,
 )
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
-RENUMBERED = (Fact, MemoryAccess, GraphEdit, GoldenQuestion, EvaluationRun)
+RENUMBERED = (Fact, MemoryAccess, GraphEdit, ChunkEdit, GoldenQuestion, EvaluationRun)
 FILE_FIELDS: dict[type[Model], str] = {Document: "file", Memory: "file"}
 # Archives written while sessions and chat messages were models of agents name them by those labels.
 FORMER_LABELS = {"agents.agentsession": "memories.agentsession", "agents.chatmessage": "memories.chatmessage"}
@@ -108,6 +109,7 @@ def _rows(model, user):
     by_user = {
         ChatMessage: {"session__user": user},
         MemoryEdit: {"memory__user": user},
+        ChunkEdit: {"chunk__user": user},
         MemoryEntity: {"memory__user": user},
     }
     return model.objects.filter(**by_user.get(model, {"user": user})).order_by("pk")
@@ -322,6 +324,8 @@ class _Load:
             of_merged_document = (
                 model is Chunk and ("knowledge.document", str(row["fields"].get("document"))) in self.matched
             )
+            if model is ChunkEdit and ("knowledge.chunk", str(row["fields"].get("chunk"))) in self.matched:
+                self.matched[key] = None  # a chunk merged into one already here keeps that one's history
             self._point_at_this_instance(model, row["fields"], user)
             if model is Memory:
                 # Here a memory came from the archive; how it was first written stays in its `sources`.

@@ -25,6 +25,7 @@ PLACES = (
     knowledge_masking.TITLES,
     knowledge_masking.DOCUMENTS,
     knowledge_masking.CHUNKS,
+    knowledge_masking.CHUNK_HISTORY,
     memory_masking.CHAT,
     memory_masking.SEARCH_LOG,
 )

@@ -14,11 +14,14 @@ from core.pagination import BoundedLimitOffset
 from core.schemas import FormFlag
 from core.tooling import ToolOut, ToolRefusalOut
 from knowledge import services
-from knowledge.models import Chunk, Document
+from knowledge.curation import chunk_update
+from knowledge.models import Chunk, ChunkEditVia, Document
 from knowledge.schemas import (
     AskIn,
     AskOut,
+    ChunkDetailOut,
     ChunkOut,
+    ChunkPatch,
     DocumentDetailOut,
     DocumentFilter,
     DocumentOut,
@@ -26,6 +29,7 @@ from knowledge.schemas import (
     KnowledgeSearchOut,
     Namespace,
     RagToolIn,
+    RechunkIn,
     StatusOut,
     UploadOut,
 )
@@ -63,10 +67,11 @@ def upload_document(
     chunk_overlap: int = Form(100, ge=0, lt=4000, description="Tokens; less than half of chunk_size."),
     wait: FormFlag = Form(False),  # noqa: B008
 ):
-    """Multipart upload (pdf, docx, xlsx, pptx, html, csv, json, epub, txt, md; images give metadata only unless an
-    LLM is configured). Ingestion runs in the background: poll GET /documents/{id}/status, or send wait=true to get
-    the answer once the document is searchable. The same file again in the namespace answers 200 with the existing
-    document and duplicate=true."""
+    """Multipart upload (pdf, docx, xlsx, pptx, html, csv, json, epub, txt, md, and images: without an LLM to
+    describe it, an image has no text to index and ends ready with no chunks and a `notice` saying so). Ingestion
+    runs in the background: poll GET /documents/{id}/status, or send wait=true to get the answer once the document
+    is searchable. The same file again in the namespace answers 200 with the existing document and
+    duplicate=true."""
     accepted = services.document_create(
         user=_owner(request),
         file=file,
@@ -138,10 +143,60 @@ def cancel_document(request: HttpRequest, document_id: UUID):
     return services.document_cancel(document=_document(request, document_id))
 
 
+@router.post(
+    "/documents/{uuid:document_id}/rechunk",
+    response=DocumentOut,
+    summary="Chunk a document again with other settings",
+    auth=WRITE_AUTH,
+)
+def rechunk_document(request: HttpRequest, document_id: UUID, payload: RechunkIn):
+    """Replaces every chunk: edited and disabled chunks come back as the new settings cut the text, and their
+    history goes with them. The document goes through queued → converting → chunking → embedding → ready again
+    (poll GET /documents/{id}/status, or send wait=true). 409 while the document is being ingested."""
+    document = services.document_rechunk(
+        document=_document(request, document_id),
+        chunk_size=payload.chunk_size,
+        chunk_overlap=payload.chunk_overlap,
+        background=not payload.wait,
+    )
+    return Document.objects.with_chunk_count().get(pk=document.pk)
+
+
 @router.get("/documents/{uuid:document_id}/chunks", response=list[ChunkOut], summary="A document's chunks")
 @paginate(BoundedLimitOffset)
 def list_chunks(request: HttpRequest, document_id: UUID):
+    """Disabled chunks too (`enabled` false), in the document's order."""
     return Chunk.objects.filter(document=_document(request, document_id)).order_by("ordinal")
+
+
+def _chunk(request: HttpRequest, document_id: UUID, chunk_id: UUID) -> Chunk:
+    return get_object_or_404(Chunk, pk=chunk_id, document=_document(request, document_id))
+
+
+@router.get(
+    "/documents/{uuid:document_id}/chunks/{uuid:chunk_id}",
+    response=ChunkDetailOut,
+    summary="A chunk with its edit history",
+)
+def get_chunk(request: HttpRequest, document_id: UUID, chunk_id: UUID):
+    return _chunk(request, document_id, chunk_id)
+
+
+@router.patch(
+    "/documents/{uuid:document_id}/chunks/{uuid:chunk_id}",
+    response=ChunkDetailOut,
+    summary="Edit, disable or enable a chunk (the change is recorded)",
+    auth=WRITE_AUTH,
+)
+def update_chunk(request: HttpRequest, document_id: UUID, chunk_id: UUID, payload: ChunkPatch):
+    """`text`: the chunk's new text, embedded again; the old text is kept in its history. `enabled`: false keeps
+    the chunk (and its history) but no search, ask, RAG tool or chat returns it; true returns it to them. A field
+    left out or null is left as it is; a change that changes nothing records nothing."""
+    changes = {name: value for name, value in payload.dict(exclude_unset=True).items() if value is not None}
+    chunk = _chunk(request, document_id, chunk_id)
+    if changes:
+        chunk_update(chunk=chunk, via=ChunkEditVia.API, api_key=cast(ApiRequest, request).auth, **changes)
+    return _chunk(request, document_id, chunk_id)
 
 
 @router.post("/knowledge/search", response=KnowledgeSearchOut, summary="Hybrid search over chunks")

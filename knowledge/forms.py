@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from core.limits import MAX_QUERY_CHARS
+from knowledge.curation import MAX_CHUNK_CHARS
 from knowledge.models import DocumentStatus
 from knowledge.pipeline import SUPPORTED
 from knowledge.services import KnowledgeError, check_chunking, check_namespace
@@ -150,3 +151,34 @@ class SearchForm(forms.Form):
     def chosen_namespaces(self) -> list[str]:
         """The selected namespaces, or all of the user's when none is selected (call after is_valid())."""
         return self.cleaned_data.get("namespaces") or self.all_namespaces or ["default"]
+
+
+class ChunkEditForm(forms.Form):
+    text = forms.CharField(
+        label="Text",
+        strip=False,  # the service strips; a textarea's own line breaks stay as typed
+        max_length=MAX_CHUNK_CHARS,
+        widget=forms.Textarea(attrs={"rows": 10}),
+    )
+
+
+class RechunkForm(forms.Form):
+    """Chunk a document again: the upload form's two settings, checked by the same rule."""
+
+    chunk_size = forms.IntegerField(label="Chunk size (tokens)", min_value=50, max_value=8000)
+    chunk_overlap = forms.IntegerField(label="Overlap (tokens)", min_value=0)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "rechunk-%s")
+        super().__init__(*args, **kwargs)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
+        size, overlap = cleaned.get("chunk_size"), cleaned.get("chunk_overlap")
+        if size is not None and overlap is not None:
+            try:
+                check_chunking(size, overlap)
+            except KnowledgeError as exc:
+                self.add_error("chunk_overlap", str(exc))
+        return cleaned

@@ -1,7 +1,9 @@
-"""Secrets already stored in a user's documents (titles, names, converted text) and chunks, masked whole.
+"""Secrets already stored in a user's documents (titles, names, converted text), chunks and the chunks' edit history,
+masked whole.
 
 A chunk is saved row by row, so its signal re-embeds it and rewrites its point (knowledge.signals): search finds
-the masked text, never the secret. The uploaded file itself is not rewritten; the text Mnemo serves is.
+the masked text, never the secret. A chunk's history keeps its edits, each text in it masked in place. The
+uploaded file itself is not rewritten; the text Mnemo serves is.
 Returns what was found as a Counter of (where, kind) → secrets; with `dry_run` nothing changes.
 """
 
@@ -13,9 +15,9 @@ from django.db import transaction
 
 from core import privacy
 from core.text import count_tokens
-from knowledge.models import Document
+from knowledge.models import ChunkEdit, Document
 
-TITLES, DOCUMENTS, CHUNKS = "document titles", "document text", "chunks"
+TITLES, DOCUMENTS, CHUNKS, CHUNK_HISTORY = "document titles", "document text", "chunks", "chunk history"
 
 
 def documents_mask_secrets(*, user: User, dry_run: bool) -> Counter:
@@ -49,4 +51,21 @@ def _document_mask_secrets(document: Document, dry_run: bool) -> Counter:
             chunk.text, chunk.heading_path = text.text, heading.text[:500]
             chunk.token_count = count_tokens(chunk.text)
             chunk.save(update_fields=["text", "heading_path", "token_count"])  # the signal re-mirrors it
+    return counts + _history_mask_secrets(document, dry_run)
+
+
+def _history_mask_secrets(document: Document, dry_run: bool) -> Counter:
+    """The old and new texts recorded in the edit history of the document's chunks, masked in place."""
+    counts: Counter = Counter()
+    for edit in ChunkEdit.objects.filter(chunk__document=document).order_by("pk"):
+        texts = edit.changes.get("text") if isinstance(edit.changes, dict) else None
+        if not isinstance(texts, list):
+            continue
+        screened = [privacy.mask_secrets(value) if isinstance(value, str) else None for value in texts]
+        findings = [finding for value in screened if value for finding in value.findings]
+        for finding in findings:
+            counts[(CHUNK_HISTORY, finding.kind)] += 1
+        if findings and not dry_run:
+            text = [value.text if value else old for value, old in zip(screened, texts, strict=True)]
+            ChunkEdit.objects.filter(pk=edit.pk).update(changes={**edit.changes, "text": text})
     return counts

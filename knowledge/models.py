@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from core.models import MirroredModel, TimeStampedModel
 
@@ -48,6 +49,9 @@ class Document(TimeStampedModel):
     status = models.CharField(max_length=10, choices=DocumentStatus, default=DocumentStatus.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0)  # percent
     error = models.TextField(blank=True)
+    # What the reader should know about a document that did not fail: an image with no text to index, a text
+    # read as GB18030. Shown on its page and in the API.
+    notice = models.TextField(blank=True)
     markdown = models.TextField(blank=True)
     # Secrets and personal data found in the converted text (core.privacy): kinds and actions, never values.
     privacy_findings = models.JSONField(default=list, blank=True)
@@ -77,8 +81,9 @@ class ChunkQuerySet(models.QuerySet):
         return self.filter(user=user)
 
     def active(self):
-        """Chunks of documents that finished ingestion: the only ones search, the tools and the mirror read."""
-        return self.filter(document__status=DocumentStatus.READY)
+        """Enabled chunks of documents that finished ingestion: the only ones search, the tools and the mirror
+        read (a disabled chunk is kept, with no vector)."""
+        return self.filter(document__status=DocumentStatus.READY, enabled=True)
 
     def filtered(self, *, namespaces: Sequence[str] | None = None):
         return self.filter(namespace__in=list(namespaces)) if namespaces else self
@@ -93,6 +98,13 @@ class Chunk(MirroredModel):
     heading_path = models.CharField(max_length=500, blank=True)
     text = models.TextField()
     token_count = models.PositiveIntegerField(default=0)
+    # Where the text came from, for citations: the PDF pages it spans (1-based), or the workbook sheet.
+    page_start = models.PositiveIntegerField(null=True, blank=True)
+    page_end = models.PositiveIntegerField(null=True, blank=True)
+    sheet = models.CharField(max_length=100, blank=True)
+    # A disabled chunk stays (with its text and history) but has no vector and is never returned by a search.
+    enabled = models.BooleanField(default=True)
+    edited_at = models.DateTimeField(null=True, blank=True)  # the last change of its text by a person
 
     class Meta:
         ordering = ["document", "ordinal"]
@@ -103,3 +115,45 @@ class Chunk(MirroredModel):
 
     def __str__(self) -> str:
         return f"{self.document.title} #{self.ordinal}"
+
+    @property
+    def location(self) -> str:
+        """Where a citation says the passage is: "page 3", "pages 3–4", "sheet Sales", or nothing."""
+        return location_label(page_start=self.page_start, page_end=self.page_end, sheet=self.sheet)
+
+
+def location_label(*, page_start: int | None, page_end: int | None, sheet: str) -> str:
+    if page_start:
+        if page_end and page_end != page_start:
+            return f"pages {page_start}–{page_end}"
+        return f"page {page_start}"
+    return f"sheet {sheet}" if sheet else ""
+
+
+class ChunkEditVia(models.TextChoices):
+    PAGE = "page", "page"
+    API = "api", "API"
+    ADMIN = "admin", "admin"
+
+
+class ChunkEdit(models.Model):
+    """One change to a chunk by a person: its text (old and new kept) or whether it is searchable.
+
+    `changes` is {"text": [old, new]} or {"enabled": [old, new]}, as memories' edit history records fields.
+    Re-chunking the document replaces its chunks, and their history goes with them."""
+
+    id = models.BigAutoField(primary_key=True)
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="edits")
+    editor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    api_key = models.ForeignKey("core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True)
+    via = models.CharField(max_length=5, choices=ChunkEditVia)
+    changes = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.via} edit of chunk {self.chunk_id} at {self.created_at:%Y-%m-%d %H:%M}"

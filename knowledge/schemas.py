@@ -10,7 +10,8 @@ from pydantic import BaseModel
 from core import hybrid
 from core.limits import MAX_DOCUMENT_TEXT_CHARS, MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.schemas import BodySchema, Flag, Number, Whole, text_rules
-from knowledge.models import Document
+from knowledge.curation import MAX_CHUNK_CHARS
+from knowledge.models import Chunk, ChunkEdit, Document
 from knowledge.services import NAMESPACE
 from knowledge.tools import ACTIONS as RAG_TOOL_ACTIONS
 
@@ -34,6 +35,9 @@ class DocumentOut(Schema):
     status: str
     progress: int
     error: str
+    notice: str = Field(
+        description="What to know about a document that did not fail (an image with no text)."
+    )
     chunk_size: int
     chunk_overlap: int
     chunk_count: int
@@ -60,6 +64,9 @@ class StatusOut(Schema):
     error: str
 
 
+LOCATION = 'Where in the document: "page 3" or "pages 3–4" (PDF), "sheet Sales" (workbook), else "".'
+
+
 class ChunkOut(Schema):
     id: UUID
     document_id: UUID
@@ -67,7 +74,57 @@ class ChunkOut(Schema):
     heading_path: str
     text: str
     token_count: int
+    location: str = Field(description=LOCATION)
+    page: int | None = Field(description="The PDF page the text starts on (1-based).")
+    page_end: int | None = Field(description="The PDF page it ends on.")
+    sheet: str
+    enabled: bool = Field(description="false: kept but never returned by a search (it has no vector).")
+    edited_at: datetime | None = Field(description="When a person last changed its text.")
     mirror_state: str
+
+    @staticmethod
+    def resolve_page(chunk: Chunk) -> int | None:
+        return chunk.page_start
+
+
+class ChunkEditOut(Schema):
+    id: int
+    via: str
+    editor: str | None = Field(description="The user who made the change on a page; null through an API key.")
+    api_key: str | None = Field(description="The name of the key it was made with.")
+    changes: dict[str, list] = Field(description='{"text": [old, new]} and/or {"enabled": [old, new]}.')
+    created_at: datetime
+
+    @staticmethod
+    def resolve_editor(edit: ChunkEdit) -> str | None:
+        return edit.editor.get_username() if edit.editor else None
+
+    @staticmethod
+    def resolve_api_key(edit: ChunkEdit) -> str | None:
+        return edit.api_key.name if edit.api_key else None
+
+
+class ChunkDetailOut(ChunkOut):
+    history: list[ChunkEditOut] = Field(description="Its changes, newest first.")
+
+    @staticmethod
+    def resolve_history(chunk: Chunk) -> list[ChunkEdit]:
+        return list(chunk.edits.select_related("editor", "api_key"))
+
+
+class ChunkPatch(BodySchema):
+    text: Annotated[str, *text_rules(MAX_CHUNK_CHARS, min_chars=1)] | None = Field(
+        None, description="The new text: re-embedded, the old text kept in the chunk's history."
+    )
+    enabled: Flag | None = Field(
+        None, description="false keeps the chunk out of every search; true returns it."
+    )
+
+
+class RechunkIn(BodySchema):
+    chunk_size: Whole = Field(..., ge=50, le=8000, description="Tokens per chunk.")
+    chunk_overlap: Whole = Field(..., ge=0, lt=4000, description="Tokens; less than half of chunk_size.")
+    wait: Flag = Field(False, description="true: answer once the document is ready again.")
 
 
 class KnowledgeSearchIn(BodySchema):
@@ -85,6 +142,10 @@ class ChunkHitOut(Schema):
     document_title: str
     heading_path: str
     ordinal: int
+    location: str = Field(description=LOCATION)
+    page: int | None
+    page_end: int | None
+    sheet: str
     text: str
     score: float = Field(description=hybrid.SCORE_PARTS["fused"])
     scores: dict[str, float] = Field(
@@ -112,6 +173,10 @@ class CitationOut(Schema):
     document_title: str
     heading_path: str
     ordinal: int
+    location: str = Field(description=LOCATION)
+    page: int | None
+    page_end: int | None
+    sheet: str
     score: float
     text: str
 

@@ -33,6 +33,12 @@ class ChunkHit:
     score: float
     scores: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def source(self) -> str:
+        """The passage's document, and its page or sheet when it has one: "Annual report (page 3)"."""
+        where = self.chunk.location
+        return f"{self.chunk.document.title} ({where})" if where else self.chunk.document.title
+
     def as_dict(self, max_chars: int | None = None) -> dict:
         """The hit as the API, the tools and citations give it; the text cut at `max_chars` if given."""
         chunk = self.chunk
@@ -45,6 +51,11 @@ class ChunkHit:
             "document_title": chunk.document.title,
             "heading_path": chunk.heading_path,
             "ordinal": chunk.ordinal,
+            # Where in the document: "page 3", "pages 3–4" (PDF) or "sheet Sales" (workbook), else "".
+            "location": chunk.location,
+            "page": chunk.page_start,
+            "page_end": chunk.page_end,
+            "sheet": chunk.sheet,
             "score": self.score,
             "scores": self.scores,
             "text": text,
@@ -110,6 +121,7 @@ def search_chunks(
         fused = hybrid.fuse(runs, CANDIDATES)
         # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise
         # walks the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
+        # A disabled chunk has no vector, and is left out here too while its vector is still being removed.
         candidates = Chunk.objects.filter(pk__in=list(fused.relevance)).select_related("document")
         chunks = [
             chunk
@@ -117,6 +129,7 @@ def search_chunks(
             if chunk.user_id == user.pk
             and chunk.namespace in namespaces
             and chunk.document.status == DocumentStatus.READY
+            and chunk.enabled
         ]
         hits = []
         for chunk in chunks:
@@ -195,10 +208,7 @@ def ask(
     citations = [citation(index, hit, max_chars) for index, hit in enumerate(result.hits, start=1)]
     if not citations:
         return Answer("No passage in the knowledge base matches this question.", [], False, result.notice)
-    passages = "\n\n".join(
-        f"[{c['n']}] ({c['document_title']}{' > ' + c['heading_path'] if c['heading_path'] else ''})\n{c['text']}"
-        for c in citations
-    )
+    passages = "\n\n".join(f"[{c['n']}] ({source(c)})\n{c['text']}" for c in citations)
     llm = get_llm()
     if llm is None:
         notice = "No LLM is configured (LLM_BASE_URL): these are the most relevant passages, not a generated answer."
@@ -215,3 +225,10 @@ def ask(
 
 def citation(n: int, hit: ChunkHit, max_chars: int) -> dict:
     return {"n": n, **hit.as_dict(max_chars)}
+
+
+def source(hit: dict) -> str:
+    """A hit dict's source as a reader names it: "Annual report, page 3 > Results"."""
+    where = ", ".join(filter(None, [hit["document_title"], hit["location"]]))
+    heading = hit["heading_path"] if hit["heading_path"] != hit["sheet"] else ""  # a sheet is its own heading
+    return f"{where} > {heading}" if heading else where

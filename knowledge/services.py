@@ -3,13 +3,17 @@
 Ingestion: queued → converting → chunking → embedding → ready | failed (or cancelled by the user). Every chunk is
 embedded before anything is stored, and the rows and points are written together at the end; a failure on the
 way removes whatever was written, so a document is either fully searchable or has no chunks and no vectors.
+Re-chunking a document with other settings removes its chunks and runs the same ingestion again.
+
+An image whose only text is its metadata (no LLM describes it, and there is no OCR) ends ready with no chunks and
+a notice saying so: a chunk of "ImageSize: 200x60, Format: PNG" would only be found by searches it cannot answer.
 """
 
 import hashlib
 import logging
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,6 +33,8 @@ from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import (
     ConversionError,
+    Converted,
+    Part,
     chunk_paragraphs,
     safe_filename,
     split_paragraphs,
@@ -50,6 +56,10 @@ ACTIVE_STATES = (
 # Ingestion touches its row at every step and embedding batch; an active document whose row has not moved for
 # this long has no worker any more (the process was killed or crashed) and is started again.
 STALLED_AFTER = timedelta(minutes=15)
+NO_TEXT_IN_IMAGE = (
+    "No text found in this image, so nothing of it is searchable: only its metadata (size, format, embedded "
+    "tags) could be read, and there is no OCR. Configure an LLM (LLM_BASE_URL) to index a description of images."
+)
 
 
 class KnowledgeError(RequestRefused):
@@ -228,6 +238,37 @@ def documents_resume_stalled(*, stalled_after: timedelta = STALLED_AFTER) -> lis
     return resumed
 
 
+def document_rechunk(
+    *, document: Document, chunk_size: int, chunk_overlap: int, background: bool = True
+) -> Document:
+    """Chunk a document again with other settings: its chunks go (edited and disabled ones too, with their
+    history) and it is converted, chunked and embedded again from its stored file, through the usual states."""
+    check_chunking(chunk_size, chunk_overlap)
+    if document.status in ACTIVE_STATES and not is_stalled(document):
+        raise KnowledgeError(
+            f"this document is being ingested ({document.status}); re-chunk it once that has finished", 409
+        )
+    if not document.file:
+        raise KnowledgeError("this document has no stored file to chunk again", 409)
+    with transaction.atomic():
+        claimed = Document.objects.filter(pk=document.pk, status=document.status).update(
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            status=DocumentStatus.QUEUED,
+            progress=0,
+            error="",
+            notice="",
+            ready_at=None,
+            updated_at=timezone.now(),
+        )
+        if not claimed:
+            raise KnowledgeError("the document's state changed meanwhile; look again and retry", 409)
+        _cleanup(document)
+        _start(document, background)
+    document.refresh_from_db()
+    return document
+
+
 def document_cancel(*, document: Document) -> Document:
     if document.status not in ACTIVE_STATES:
         raise KnowledgeError(
@@ -278,25 +319,29 @@ def ingest(document_id: str) -> Document | None:
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
         return document
     try:
-        _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="")
+        _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="", notice="")
         converted = _convert(document)
-        screened = privacy.screen_for(document.user, converted.markdown, document.original_name)
+        markdown, parts, findings = _screened(document, converted)
         _set(
             document_id,
             status=DocumentStatus.CHUNKING,
             progress=25,
-            markdown=screened.text,
-            privacy_findings=screened.record(),
+            markdown=markdown,
+            privacy_findings=findings,
+            notice=converted.notice if converted.parts else NO_TEXT_IN_IMAGE,
         )
+        paragraphs = [
+            paragraph
+            for part in parts
+            for paragraph in split_paragraphs(part.markdown, page=part.page, sheet=part.sheet)
+        ]
         specs = chunk_paragraphs(
-            split_paragraphs(screened.text),
-            chunk_size=document.chunk_size,
-            chunk_overlap=document.chunk_overlap,
+            paragraphs, chunk_size=document.chunk_size, chunk_overlap=document.chunk_overlap
         )
-        if not specs:
+        if not specs and converted.parts:
             raise ConversionError(f"No text could be extracted from {document.original_name}")
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
-        vectors = _embed(document_id, [spec.text for spec in specs])
+        vectors = _embed(document_id, [spec.text for spec in specs]) if specs else {}
         _store(document, specs, vectors)
     except Cancelled:
         _cleanup(document)
@@ -335,6 +380,20 @@ def _convert(document: Document):
         )
 
 
+def _screened(document: Document, converted: Converted) -> tuple[str, list[Part], list[dict]]:
+    """The Markdown to store, the parts to index and what was found in them, by the owner's privacy settings."""
+    what = document.original_name
+    if not converted.parts:  # an image's metadata: shown on its page, never indexed
+        screened = privacy.screen_for(document.user, converted.markdown, what)
+        return screened.text, [], screened.record()
+    parts, findings = [], []
+    for part in converted.parts:
+        screened = privacy.screen_for(document.user, part.markdown, what)
+        parts.append(replace(part, markdown=screened.text))
+        findings += screened.record()
+    return "\n\n".join(part.markdown for part in parts), parts, findings
+
+
 def _raise_if_cancelled(document_id) -> None:
     if not Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).exists():
         raise Cancelled
@@ -367,6 +426,9 @@ def _store(document: Document, specs, vectors: dict[str, list]) -> None:
             heading_path=spec.heading_path[:500],
             text=spec.text,
             token_count=spec.token_count,
+            page_start=spec.page_start,
+            page_end=spec.page_end,
+            sheet=spec.sheet[:100],
             mirror_state=MirrorState.SYNCED,
             mirrored_at=now,
         )
@@ -386,22 +448,23 @@ def _store(document: Document, specs, vectors: dict[str, list]) -> None:
 
 
 def sync_chunks(chunk_ids: list[str]) -> None:
-    """Mirror chunks by re-reading their rows (edits from the admin); chunks that are gone lose their points.
+    """Mirror chunks by re-reading their rows (edits on the page, the API or the admin); chunks that are gone or
+    disabled lose their points.
 
     On a failure the chunks still there are marked failed with the reason, for the sweep, and the error is raised
     for the task to retry."""
-    chunks = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
-    live_ids = [chunk.pk for chunk in chunks]
+    rows = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
+    live_ids = [chunk.pk for chunk in rows]
+    chunks = [chunk for chunk in rows if chunk.enabled]
     try:
         store = chunk_store()
-        gone = set(map(str, chunk_ids)) - {str(pk) for pk in live_ids}
+        gone = set(map(str, chunk_ids)) - {str(chunk.pk) for chunk in chunks}
         if gone:
             store.delete(COLLECTION, sorted(gone))
-        if not chunks:
-            return
-        vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
-        points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
-        store.upsert(COLLECTION, points)
+        if chunks:
+            vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
+            points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
+            store.upsert(COLLECTION, points)
     except Exception as exc:
         error = (str(exc) or exc.__class__.__name__)[:2000]
         Chunk.objects.filter(pk__in=live_ids).update(mirror_state=MirrorState.FAILED, mirror_error=error)

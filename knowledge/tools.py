@@ -72,15 +72,17 @@ class RAGTool(ActionTool):
             "chunks": document.chunks.count(),
             "duplicate": not accepted.created,
             "namespace": namespace,
+            "notice": document.notice,
         }
         if document.status == DocumentStatus.FAILED:
             return ToolReply(False, f"⚠️ 未能从文件解析内容: {label}（{document.error}）", data)
         elapsed = round((time.perf_counter() - started) * 1000)
         duplicate = "\n♻️ 该内容已在此命名空间中，未重复添加" if not accepted.created else ""
+        notice = f"\n⚠️ {document.notice}" if document.notice else ""
         return ToolReply(
             True,
             f"✅ 文档已添加到知识库: {label}\n📊 分块数量: {data['chunks']}\n⏱️ 处理时间: {elapsed}ms\n"
-            f"📝 命名空间: {namespace}\n🆔 文档ID: {document.pk}{duplicate}",
+            f"📝 命名空间: {namespace}\n🆔 文档ID: {document.pk}{duplicate}{notice}",
             {**data, "elapsed_ms": elapsed},
         )
 
@@ -171,6 +173,8 @@ class RAGTool(ActionTool):
             )
             snippet = chunk.text if len(chunk.text) <= 200 else chunk.text[:200] + "..."
             lines.append(f"   {snippet}")
+            if chunk.location:
+                lines.append(f"   位置: {chunk.location}")
             if chunk.heading_path:
                 lines.append(f"   章节: {chunk.heading_path}")
         if result.notice:
@@ -201,8 +205,9 @@ class RAGTool(ActionTool):
         if answer.citations and include_citations:
             lines.append("\n📚 引用:")
             for citation in answer.citations:
+                where = f", {citation['location']}" if citation["location"] else ""
                 lines.append(
-                    f"  [{citation['n']}] {citation['document_title']} #{citation['ordinal']} (分块ID: {citation['chunk_id']})"
+                    f"  [{citation['n']}] {citation['document_title']}{where} #{citation['ordinal']} (分块ID: {citation['chunk_id']})"
                 )
         if answer.notice:
             lines.append(f"\n⚠️ {answer.notice}")

@@ -17,7 +17,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db import models
+from django.db.models import Count, Prefetch, Q
 from django.db.models.functions import Length, Substr
 from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
@@ -37,9 +38,9 @@ from core.llm import Budget
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
 from knowledge import services
-from knowledge.forms import ACTIVE, LibraryFilterForm, SearchForm, UploadForm
+from knowledge.forms import ACTIVE, LibraryFilterForm, RechunkForm, SearchForm, UploadForm
 from knowledge.markdown import render_markdown
-from knowledge.models import Document, DocumentQuerySet
+from knowledge.models import Chunk, ChunkEdit, Document, DocumentQuerySet
 from knowledge.pipeline import SUPPORTED, safe_filename
 from knowledge.search import ask, search_chunks
 
@@ -70,10 +71,11 @@ def _with_query(url: str, query: QueryDict) -> str:
 
 
 def chunk_url(chunk_id: uuid.UUID | str, document_id: uuid.UUID | str, ordinal: int) -> str:
-    """The chunk on its document's page: the chunk viewer's page that holds it, scrolled to it."""
+    """A cited chunk on its document's page: the chunk viewer's page that holds it, scrolled to it, its passage
+    highlighted (`cite`)."""
     page = ordinal // CHUNKS_PER_PAGE + 1  # ordinals run 0, 1, 2… in viewer order
-    url = reverse("document_detail", args=[document_id])
-    return f"{url}?page={page}#chunk-{chunk_id}" if page > 1 else f"{url}#chunk-{chunk_id}"
+    query = f"page={page}&cite={chunk_id}" if page > 1 else f"cite={chunk_id}"
+    return f"{reverse('document_detail', args=[document_id])}?{query}#chunk-{chunk_id}"
 
 
 # --- the library ---------------------------------------------------------------------------------------------
@@ -279,10 +281,33 @@ def _preview(markdown: str) -> str:
     return head
 
 
-@subject_view
-@login_required
-@require_GET
-def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
+def chunks_with_history() -> models.QuerySet[Chunk]:
+    """Chunks with their edits and who made them, for the chunk viewer (two queries a page)."""
+    edits = ChunkEdit.objects.select_related("editor", "api_key")
+    return Chunk.objects.prefetch_related(Prefetch("edits", edits))
+
+
+def rechunk_context(document: Document, form: RechunkForm | None = None) -> dict:
+    """The re-chunk panel: its form, and how many chunks lose an edit or come back enabled."""
+    counts = document.chunks.aggregate(
+        total=Count("pk"),
+        edited=Count("pk", filter=Q(edited_at__isnull=False)),
+        disabled=Count("pk", filter=Q(enabled=False)),
+    )
+    initial = {"chunk_size": document.chunk_size, "chunk_overlap": document.chunk_overlap}
+    return {"rechunk_form": form or RechunkForm(initial=initial), "chunk_counts": counts}
+
+
+def _cited(request: AuthenticatedHttpRequest, document: Document) -> Chunk | None:
+    """The chunk a citation link opened the page at (`?cite=<chunk id>`), when it is one of this document's."""
+    try:
+        chunk_id = uuid.UUID(request.GET.get("cite", ""))
+    except ValueError:
+        return None
+    return document.chunks.filter(pk=chunk_id).first()
+
+
+def detail_context(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> dict:
     # Only the preview's worth of the Markdown leaves the database: a document's Markdown can be megabytes.
     document = get_object_or_404(
         _owned(request)
@@ -293,24 +318,42 @@ def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRes
         ),
         pk=pk,
     )
-    active = document.status in services.ACTIVE_STATES
+    cited = _cited(request, document)
+    chunks = chunks_with_history().filter(document=document).order_by("ordinal")
+    return {
+        "document": document,
+        "active": document.status in services.ACTIVE_STATES,
+        "chunks": Paginator(chunks, CHUNKS_PER_PAGE).get_page(request.GET.get("page")),
+        "cited": cited,
+        "cited_id": cited.pk if cited else None,
+    }
+
+
+@subject_view
+@login_required
+@require_GET
+def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
+    context = detail_context(request, pk)
+    document = context["document"]
     if request.htmx.target == "document-status":
-        if active:
-            return render(
-                request, f"{DETAIL_TEMPLATE}#document-status", {"document": document, "active": True}
-            )
+        if context["active"]:
+            return render(request, f"{DETAIL_TEMPLATE}#document-status", context)
         # Ingestion just finished: reload the page, which now has the Markdown and the chunks.
         return HttpResponseClientRefresh()
-    chunks = Paginator(document.chunks.order_by("ordinal"), CHUNKS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"document": document, "chunks": chunks, "active": active}
     if request.htmx.target == "chunk-list":
         return render(request, f"{DETAIL_TEMPLATE}#chunk-list", context)
-    context |= {
-        "markdown_html": render_markdown(_preview(document.markdown_head)),
-        "markdown_truncated": document.markdown_length > MARKDOWN_PREVIEW_CHARS,
-        "markdown_length": document.markdown_length,
+    return render(request, DETAIL_TEMPLATE, context | page_context(document))
+
+
+def page_context(document: Document, rechunk_form: RechunkForm | None = None) -> dict:
+    """What the whole document page shows beyond its chunks: the Markdown's preview and the re-chunk panel.
+    `document` comes from detail_context, annotated with the start and the length of its Markdown."""
+    annotated = cast(Any, document)
+    return rechunk_context(document, rechunk_form) | {
+        "markdown_html": render_markdown(_preview(annotated.markdown_head)),
+        "markdown_truncated": annotated.markdown_length > MARKDOWN_PREVIEW_CHARS,
+        "markdown_length": annotated.markdown_length,
     }
-    return render(request, DETAIL_TEMPLATE, context)
 
 
 @subject_view

@@ -152,6 +152,41 @@ def make_long_pdf(folder: Path, pages: int, lines_per_page: int = 1, name: str =
     return path
 
 
+def make_paged_pdf(folder: Path, pages: list[list[str]], name: str = "paged.pdf") -> Path:
+    """A PDF with the given lines on each page; a page of lines holding " | " is drawn as a table of columns."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    path = folder / name
+    document = canvas.Canvas(str(path), pagesize=A4)
+    for lines in pages:
+        for number, line in enumerate(lines):
+            for column, cell in enumerate(line.split(" | ")):
+                chinese = any(ord(char) > 0x2E80 for char in cell)
+                document.setFont("STSong-Light" if chinese else "Helvetica", 12)
+                document.drawString(72 + column * 150, 780 - number * 20, cell)
+        document.showPage()
+    document.save()
+    return path
+
+
+def make_workbook(folder: Path, sheets: dict[str, list[list]], name: str = "book.xlsx") -> Path:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.remove(workbook.active)
+    for title, rows in sheets.items():
+        sheet = workbook.create_sheet(title)
+        for row in rows:
+            sheet.append(row)
+    path = folder / name
+    workbook.save(path)
+    return path
+
+
 def make_pdf_bomb(folder: Path, unpacked_mb: int, name: str = "bomb.pdf") -> Path:
     """A valid one-page PDF whose content stream is a few hundred KB on disk and ``unpacked_mb`` once inflated."""
     stream = zlib.compress(b"0 0 m " * (unpacked_mb * 2**20 // 6), 9)

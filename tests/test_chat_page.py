@@ -147,10 +147,35 @@ def test_an_answer_cites_its_knowledge_passages_with_links(logged_in, user, sess
 
     body = logged_in.get(page_url(session)).content.decode()
 
-    assert f'href="/knowledge/{document.pk}/#chunk-{chunk.pk}">Handbook</a>' in body
+    assert f'href="/knowledge/{document.pk}/?cite={chunk.pk}#chunk-{chunk.pk}">Handbook</a>' in body
     assert f'<a href="#c-{message.pk}-1">[1]</a>' in body
     assert "not [7]" in body  # no such passage: left as text
     assert "Deploys happen on Tuesdays." in body
+
+
+def test_a_cited_passage_names_its_page_and_says_when_it_was_disabled_since(logged_in, user, session):
+    document = Document.objects.create(user=user, title="Handbook", namespace="default")
+    chunk = Chunk.objects.create(
+        document=document,
+        user=user,
+        namespace="default",
+        ordinal=0,
+        text="Deploys happen on Tuesdays.",
+        page_start=3,
+        page_end=4,
+        enabled=False,
+    )
+    ChatMessage.objects.create(
+        session=session,
+        role=ChatRole.ASSISTANT,
+        content="Deploys are on Tuesdays [1].",
+        retrieved={"memories": [], "chunks": [str(chunk.pk)], "saved": [], "retrieval_only": False},
+    )
+
+    body = logged_in.get(page_url(session)).content.decode()
+
+    assert '<span class="tag location">pages 3–4</span>' in body
+    assert ">disabled</span>" in body
 
 
 def test_the_session_page_costs_the_same_queries_however_many_turns(logged_in, user, session):

@@ -596,11 +596,11 @@ def test_chunk_viewer_pages_by_50_with_token_counts_and_escaped_text(logged_in, 
     assert 'hx-get="?page=2"' in last.text
 
 
-def test_chunk_url_points_at_the_viewer_page_that_holds_the_chunk():
+def test_chunk_url_points_at_the_viewer_page_that_holds_the_chunk_and_cites_it():
     chunk, document = uuid.uuid4(), uuid.uuid4()
-    assert chunk_url(chunk, document, 0) == f"/knowledge/{document}/#chunk-{chunk}"
-    assert chunk_url(chunk, document, 49) == f"/knowledge/{document}/#chunk-{chunk}"
-    assert chunk_url(chunk, document, 50) == f"/knowledge/{document}/?page=2#chunk-{chunk}"
+    assert chunk_url(chunk, document, 0) == f"/knowledge/{document}/?cite={chunk}#chunk-{chunk}"
+    assert chunk_url(chunk, document, 49) == f"/knowledge/{document}/?cite={chunk}#chunk-{chunk}"
+    assert chunk_url(chunk, document, 50) == f"/knowledge/{document}/?page=2&cite={chunk}#chunk-{chunk}"
 
 
 # --- retrieval test ----------------------------------------------------------------------------------------------
@@ -684,7 +684,10 @@ def test_ask_without_an_llm_shows_the_notice_and_numbered_citations(logged_in, u
     assert first["heading_path"] == "Mnemo guide > Install"
     assert '<li id="citation-1" class="hit">' in html
     assert '<span class="citation-n">[1]</span>' in html
-    assert f'<a href="/knowledge/{document.pk}/#chunk-{first["chunk_id"]}">guide</a>' in html
+    assert (
+        f'<a href="/knowledge/{document.pk}/?cite={first["chunk_id"]}#chunk-{first["chunk_id"]}">guide</a>'
+        in html
+    )
     assert f'id="chunk-{first["chunk_id"]}"' in logged_in.get(f"/knowledge/{document.pk}/").text
 
 

@@ -90,6 +90,13 @@ def test_a_user_round_trips_through_an_archive_field_by_field(
             title="Guide",
             background=False,
         ).document
+    with django_capture_on_commit_callbacks(execute=True):  # a chunk's edit history goes with it
+        edited = api(
+            "patch",
+            f"/documents/{document.pk}/chunks/{document.chunks.get().pk}",
+            {"text": "Mnemo answers from documents, with citations. 文档问答。"},
+        )
+        assert edited.status_code == 200
     chunk = document.chunks.first()
     assert (
         api(

@@ -8,6 +8,7 @@ from knowledge.pipeline.convert import (
     detect_kind,
     safe_filename,
 )
+from knowledge.pipeline.locations import Part
 from knowledge.pipeline.split import ChunkSpec, Paragraph, chunk_paragraphs, split_paragraphs
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "ConversionError",
     "Converted",
     "Paragraph",
+    "Part",
     "chunk_paragraphs",
     "convert_to_markdown",
     "detect_kind",

@@ -19,12 +19,13 @@ import re
 import shutil
 import unicodedata
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 from core.limits import clean_text
 from core.text import without_paths
+from knowledge.pipeline.locations import Part, pdf_pages, workbook_sheets
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ _MIME = {
     "gif": "image/gif",
     "webp": "image/webp",
 }
+_DESCRIPTION = "# Description:"  # how MarkItDown introduces an LLM's description of an image
 IMAGE_NOTICE = (
     "Only the image's metadata (size, format and embedded tags) was extracted: the picture itself is not read "
     "and there is no OCR. Configure an LLM to get a description of images."
@@ -123,6 +125,9 @@ class Converted:
     kind: str
     title: str
     notice: str = ""
+    # The text to index, each part with the page or sheet it came from; none for an image whose only text is its
+    # metadata (size, format, tags), which is kept in `markdown` to show but is not the picture's content.
+    parts: tuple[Part, ...] = ()
 
 
 # --- Names ---------------------------------------------------------------------------------------------------------
@@ -320,32 +325,69 @@ def convert_to_markdown(
     if kind == "pdf":
         _check_pdf_pages(path, name)
     notice = ""
+    parts: list[Part] | None = None  # None: the whole text, from nowhere in particular
     if kind in IMAGE_KINDS:
         markdown, title, notice = _convert_image(path, kind, name, llm)
+        if _DESCRIPTION not in markdown:
+            parts = []
     elif kind in TEXT_KINDS:
         markdown, title, notice = _convert_text(path.read_bytes(), kind, name)
+    elif kind == "pdf":
+        parts, title = _convert_pdf(path, name)
+        markdown = "\n\n".join(part.markdown for part in parts)
     else:
         markdown, title = _markitdown(path, kind, name, llm)
         if kind == "pptx":
             markdown = re.sub(r"<!-- Slide number: \d+ -->\n?", "", markdown)
+        if kind == "xlsx":
+            parts = workbook_sheets(markdown)
     markdown = clean_markdown(normalise_text(markdown))
+    if parts is None:
+        parts = [Part(markdown)]
+    elif parts:  # each part cleaned on its own, and the whole text is theirs
+        parts = [replace(part, markdown=clean_markdown(normalise_text(part.markdown))) for part in parts]
+        parts = [part for part in parts if part.markdown]
+        markdown = "\n\n".join(part.markdown for part in parts)
     if not re.search(r"\w", markdown):
         hint = ": it may be a scanned document, and there is no OCR here" if kind == "pdf" else ""
         raise ConversionError(f"No text could be extracted from {name}{hint}")
     title = normalise_text(_one_line(title)) or _first_heading(markdown) or name.rsplit(".", 1)[0]
-    return Converted(markdown=markdown, kind=kind, title=title[:200], notice=notice)
+    return Converted(markdown=markdown, kind=kind, title=title[:200], notice=notice, parts=tuple(parts))
 
 
-def _markitdown(source: Path | bytes, kind: str, name: str, options: dict) -> tuple[str, str]:
-    """Convert with MarkItDown, told the kind we checked; bytes are UTF-8 text we already decoded."""
+def _convert_pdf(path: Path, name: str) -> tuple[list[Part], str]:
+    """A PDF page by page (knowledge.pipeline.locations), so each chunk knows its page; a file pypdfium2 cannot
+    split is converted whole, and MarkItDown says what is wrong with it."""
+    from markitdown.converters import PdfConverter
+    from pypdfium2 import PdfiumError
+
+    converter = PdfConverter()
+    try:
+        return [
+            Part(_markitdown(data, "pdf", name, {}, converter=converter)[0], page=number)
+            for number, data in pdf_pages(path)
+        ], ""
+    except PdfiumError:
+        markdown, title = _markitdown(path, "pdf", name, {})
+        return [Part(markdown)], title
+
+
+def _markitdown(
+    source: Path | bytes, kind: str, name: str, options: dict, *, converter=None
+) -> tuple[str, str]:
+    """Convert with MarkItDown, told the kind we checked; bytes of a text kind are UTF-8 text we already decoded.
+    ``converter``: that MarkItDown converter directly, without MarkItDown's guess at the file's type."""
     from markitdown import MissingDependencyException, StreamInfo
 
     info = StreamInfo(extension=f".{kind}", mimetype=_MIME[kind], filename=name)
-    if isinstance(source, bytes):
+    if isinstance(source, bytes) and kind in TEXT_KINDS:
         info = info.copy_and_update(charset="utf-8")
     try:
         with io.BytesIO(source) if isinstance(source, bytes) else source.open("rb") as stream:
-            result = _converter().convert_stream(stream, stream_info=info, **options)
+            if converter is not None:
+                result = converter.convert(stream, info, **options)
+            else:
+                result = _converter().convert_stream(stream, stream_info=info, **options)
     except MissingDependencyException as exc:
         raise ConversionError(f"Reading {_WHAT.get(kind, kind)} is not installed on this server") from exc
     except Exception as exc:
@@ -468,9 +510,9 @@ def _convert_image(path: Path, kind: str, name: str, llm: dict) -> tuple[str, st
             markdown, _ = _markitdown(path, kind, name, options)
         except ConversionError:
             markdown = ""  # exiftool or the LLM failed: Pillow's metadata still describes the file
-    if not exiftool or not markdown.split("# Description:")[0].strip():
+    if not exiftool or not markdown.split(_DESCRIPTION)[0].strip():
         markdown = f"{metadata}\n\n{markdown}"
-    if "# Description:" in markdown:
+    if _DESCRIPTION in markdown:
         return markdown, title, "The image was described by the configured LLM; no OCR was run."
     return markdown, title, IMAGE_NOTICE
 

@@ -11,7 +11,8 @@ once per unit. The overlap is a prefix copied from the previous chunk and is shr
 first new unit fits; it is never a reason to emit a chunk.
 
 Chunks stay within one section (one heading path), so a chunk's heading_path describes all of its text; the
-overlap therefore also comes only from the same section.
+overlap therefore also comes only from the same section. A sheet of a workbook is a section of its own too. Pages
+are not sections: a chunk may run from the end of one PDF page onto the next, and then says both.
 """
 
 import re
@@ -32,6 +33,8 @@ _MAX_HEADING_TITLE = 120
 class Paragraph:
     text: str
     heading_path: str
+    page: int | None = None  # the PDF page it is on (knowledge.pipeline.locations)
+    sheet: str = ""  # the workbook sheet it is in
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class ChunkSpec:
     heading_path: str
     token_count: int
     ordinal: int
+    page_start: int | None = None  # the first and last PDF page its text (overlap included) comes from
+    page_end: int | None = None
+    sheet: str = ""
 
 
 # --- Paragraphs ----------------------------------------------------------------------------------------------------
@@ -52,8 +58,9 @@ _LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
-def split_paragraphs(markdown: str) -> list[Paragraph]:
-    """Blank-line separated blocks with the path of the headings above them ("Guide > Install > Linux").
+def split_paragraphs(markdown: str, *, page: int | None = None, sheet: str = "") -> list[Paragraph]:
+    """Blank-line separated blocks with the path of the headings above them ("Guide > Install > Linux"), each
+    marked with the ``page`` or ``sheet`` the Markdown came from.
 
     ATX headings (and setext headings under a single line) move the heading stack and are not paragraphs
     themselves. A fenced code block is one block even when it holds blank lines or lines starting with "#";
@@ -70,7 +77,7 @@ def split_paragraphs(markdown: str) -> list[Paragraph]:
     def flush() -> None:
         text = "\n".join(block).strip("\n")
         if text.strip():
-            paragraphs.append(Paragraph(text=text, heading_path=path()))
+            paragraphs.append(Paragraph(text=text, heading_path=path(), page=page, sheet=sheet))
         block.clear()
 
     def push(level: int, title: str) -> None:
@@ -137,6 +144,7 @@ class _Unit:
     separator: str
     # Code and table pieces are whole Markdown blocks: a suffix of one would leave a fence unbalanced.
     divisible: bool
+    page: int | None = None
 
 
 class _Counter:
@@ -210,8 +218,18 @@ def chunk_paragraphs(
                 tail = []
             text = _join(tail + body)
             actual = count(text)
+        pages = [unit.page for unit in tail + body if unit.page is not None]
+        heading_path, sheet = paths[first.section]
         chunks.append(
-            ChunkSpec(text=text, heading_path=paths[first.section], token_count=actual, ordinal=len(chunks))
+            ChunkSpec(
+                text=text,
+                heading_path=heading_path,
+                token_count=actual,
+                ordinal=len(chunks),
+                page_start=min(pages, default=None),
+                page_end=max(pages, default=None),
+                sheet=sheet,
+            )
         )
         previous = tail + body
     return chunks
@@ -231,18 +249,18 @@ def _check_sizes(chunk_size: int, chunk_overlap: int) -> None:
 
 def _units(
     paragraphs: list[Paragraph], chunk_size: int, chunk_overlap: int, count: _Counter
-) -> tuple[list[_Unit], list[str]]:
-    """Paragraphs as units of at most chunk_size tokens, and the heading path of each section number."""
+) -> tuple[list[_Unit], list[tuple[str, str]]]:
+    """Paragraphs as units of at most chunk_size tokens, and the heading path and sheet of each section number."""
     limit = chunk_size - chunk_overlap
     char_limit = limit * MAX_CHARS_PER_TOKEN
     units: list[_Unit] = []
-    paths: list[str] = []
+    paths: list[tuple[str, str]] = []
     for paragraph in paragraphs:
         text = paragraph.text.strip("\n").rstrip()
         if not text.strip():
             continue
-        if not paths or paths[-1] != paragraph.heading_path:
-            paths.append(paragraph.heading_path)
+        if not paths or paths[-1] != (paragraph.heading_path, paragraph.sheet):
+            paths.append((paragraph.heading_path, paragraph.sheet))
         section = len(paths) - 1
         blocks = _blocks(text)
         tokens = count(text)
@@ -250,7 +268,7 @@ def _units(
             continue
         if tokens <= chunk_size and len(text) <= chunk_size * MAX_CHARS_PER_TOKEN:
             divisible = all(kind == "prose" for kind, _ in blocks)
-            units.append(_Unit(text, tokens, section, "\n\n", divisible))
+            units.append(_Unit(text, tokens, section, "\n\n", divisible, paragraph.page))
             continue
         separator = "\n\n"
         for kind, block in blocks:
@@ -261,22 +279,33 @@ def _units(
                 pieces = _wrapped_pieces(kind, block, limit, char_limit, count)
                 joiner = "\n"
             for piece in pieces:
-                units.extend(_bounded(piece, section, separator, kind == "prose", limit, char_limit, count))
+                units.extend(
+                    _bounded(
+                        piece, section, separator, kind == "prose", limit, char_limit, count, paragraph.page
+                    )
+                )
                 separator = joiner
             separator = "\n"
     return units, paths
 
 
 def _bounded(
-    text: str, section: int, separator: str, divisible: bool, limit: int, char_limit: int, count: _Counter
+    text: str,
+    section: int,
+    separator: str,
+    divisible: bool,
+    limit: int,
+    char_limit: int,
+    count: _Counter,
+    page: int | None,
 ) -> list[_Unit]:
     """The unit for ``text``, or, should it still be over the limit, its pieces cut by characters."""
     tokens = count(text)
     if tokens <= limit and len(text) <= char_limit:
-        return [_Unit(text, tokens, section, separator, divisible)]
+        return [_Unit(text, tokens, section, separator, divisible, page)]
     pieces = _hard_split(text, limit, char_limit, count)
     return [
-        _Unit(piece, count(piece), section, separator if position == 0 else "", divisible)
+        _Unit(piece, count(piece), section, separator if position == 0 else "", divisible, page)
         for position, piece in enumerate(pieces)
     ]
 
@@ -427,7 +456,7 @@ def _overlap(previous: list[_Unit], budget: int, char_budget: int, count: _Count
         if unit.divisible:
             suffix = _suffix(unit.text, budget - tokens, char_budget - chars, budget // 2 - tokens, count)
             if suffix:
-                picked.append(_Unit(suffix, count(suffix), unit.section, unit.separator, True))
+                picked.append(_Unit(suffix, count(suffix), unit.section, unit.separator, True, unit.page))
         break
     return picked[::-1]
 
