@@ -30,10 +30,9 @@ from django.contrib.auth.models import User
 from pydantic import BaseModel, Field, ValidationError
 
 from core import stores
-from core.embeddings import CJK_CUTOFF
 from core.limits import MAX_CONTENT_CHARS
 from core.llm import LLMClient, LLMError
-from core.text import cjk_ratio, content_words
+from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.facts import Slot, same_value, slots
@@ -281,7 +280,9 @@ class Curator:
         cjk = cjk_ratio(memory.content) >= CJK_CUTOFF
         similar: list[tuple[Memory, float]] = []
         if self._accepted_rows:
-            by_script = {other: embedding_set.pair_weights(cjk, other) for other in (False, True)}
+            by_script = {
+                other: embedding_set.pair_weights(_script(cjk), _script(other)) for other in (False, True)
+            }
             total = np.zeros(len(self._row_cjk), dtype=np.float32)
             for name, matrix in self._rows.items():
                 row_weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
@@ -313,7 +314,7 @@ class Curator:
             row = rows.get(point_id)
             if row is None or row.pk == memory.pk:
                 continue
-            weights = embedding_set.pair_weights(cjk, cjk_by_id[point_id])
+            weights = embedding_set.pair_weights(_script(cjk), _script(cjk_by_id[point_id]))
             # A space that did not return the point counts it at 0: never above the threshold by absence.
             similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
         return similar
@@ -329,6 +330,10 @@ class Curator:
         if own or theirs:
             return own == theirs
         return content_words(memory.content) <= content_words(existing.content)
+
+
+def _script(cjk: bool) -> str:
+    return CJK if cjk else LATIN
 
 
 def _describe(slot: Slot) -> str:

@@ -1,0 +1,212 @@
+"""Replay captured searches under any RankingConfig and choose each number with every set left out in turn.
+
+- replay: the product's own fusion (core.hybrid.fuse) and shaping (memories.scoring.rank) over a capture, with
+  the signals the product would have had (the spaces its query's language calls on, or a subset of models);
+- outcomes: per question, the rank of the first answer in the top 10 (and, on LoCoMo, all-evidence and session
+  recall), as judged by the set's answers;
+- leave-one-set-out: for each set, the configuration with the best mean of hit@1 and MRR over the *other*
+  development sets, and that configuration's figures on the left-out set, with a bootstrap 95 % interval;
+- the no-answer curve: over floor values, the share of no-answer questions that return nothing and the share of
+  answerable questions whose answer the floor cuts from the top 10.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from evalsets import EvalSet, Question
+from memory_bench import session_of
+from retrieval_capture import LIMIT, Captured, CapturedUnit
+
+BOOTSTRAP = 1000
+MNEMO = "Mnemo"
+PLAIN = "plain sum"
+
+
+@dataclass
+class Outcome:
+    flags: list[bool]  # one per returned item (top 10): does it answer the question
+    extra: dict[str, bool] = field(default_factory=dict)  # LoCoMo: all@10, sess@10
+
+    @property
+    def rank(self) -> int | None:
+        return next((i + 1 for i, hit in enumerate(self.flags) if hit), None)
+
+
+def judge(kind: str, q: Question, found: list) -> Outcome:
+    """Which returned items answer q; `found` holds their labels (chunks: (document label, text))."""
+    if kind == "knowledge":
+        answers = [(a["document"], " ".join(a["contains"].split())) for a in q.answers]
+        return Outcome([any(d == doc and phrase in t for doc, phrase in answers) for d, t in found])
+    extra = {}
+    if kind == "locomo":
+        extra["all@10"] = all(e in found for e in q.answers)
+        extra["sess@10"] = bool({session_of(r) for r in found if r} & {session_of(e) for e in q.answers})
+    return Outcome([r in q.answers for r in found], extra)
+
+
+def restrict(signals, spaces: Iterable[str]):
+    """The signals of `spaces` (and the lexical one) only, with the payloads of what they found."""
+    from core import hybrid
+
+    keep = {*spaces, hybrid.LEXICAL}
+    rankings = {name: ranking for name, ranking in signals.rankings.items() if name in keep}
+    found = {point_id for ranking in rankings.values() for point_id, _ in ranking}
+    payloads = {point_id: payload for point_id, payload in signals.payloads.items() if point_id in found}
+    return replace(signals, rankings=rankings, payloads=payloads)
+
+
+def replay(kind: str, item: Captured, config, models: Sequence[str] | None = None) -> list[str]:
+    """The point ids the product would return (best first, at most LIMIT) under `config`, with `models` (default:
+    every model of the bench's set) as its embedding models."""
+    from core import hybrid, stores
+    from core.text import script_of
+    from memories.scoring import rank
+
+    embedding_set = stores.embedding_set()
+    reading = embedding_set.spaces_reading(script_of(item.signals.query))
+    spaces = [name for name in reading if models is None or name in models]
+    fused = hybrid.fuse([restrict(item.signals, spaces)], config)
+    if kind == "knowledge":
+        related = [(e.relevance, pid) for pid, e in fused.evidence.items() if e.above_floor]
+        return [pid for _, pid in sorted(related, key=lambda x: (-x[0], x[1]))[:LIMIT]]
+    ranked = rank(
+        evidence=fused.evidence, graph=item.graph, candidates=item.candidates, now=item.now, config=config
+    )
+    return [pid for _, pid, _ in ranked[:LIMIT]]
+
+
+def system_outcomes(units: Sequence[CapturedUnit], system: Callable[[str, Captured], list[str]]) -> dict:
+    """Per question, the outcome of `system` (a function of (kind, capture) to point ids)."""
+    out = {}
+    for unit in units:
+        for item in unit.questions:
+            ids = system(unit.kind, item)
+            out[item.question] = judge(unit.kind, item.question, [unit.labels.get(i) for i in ids[:LIMIT]])
+    return out
+
+
+def signal_outcomes(units: Sequence[CapturedUnit], models: Sequence[str]) -> dict[str, dict]:
+    """Each signal of `models` (and the lexical one) alone (its own top 10), and their plain sum, per question."""
+    from core import hybrid
+
+    systems: dict[str, Callable] = {
+        name: (lambda kind, item, name=name: [pid for pid, _ in item.signals.rankings.get(name, [])])
+        for name in [*models, hybrid.LEXICAL]
+    }
+    out = {name: system_outcomes(units, system) for name, system in systems.items()}
+    plain = {}
+    for unit in units:
+        for item in unit.questions:
+            found = [unit.labels.get(i) for i in unit.plain(item, models)]
+            plain[item.question] = judge(unit.kind, item.question, found)
+    out[PLAIN] = plain
+    return out
+
+
+def mean(values) -> float | None:
+    values = [float(v) for v in values]
+    return sum(values) / len(values) if values else None
+
+
+def metrics(questions: Sequence[Question], outcomes: dict, kind: str | None = None) -> dict:
+    rows = [(q, outcomes.get(q, Outcome([]))) for q in questions if kind in (None, q.kind)]
+    found = [o for q, o in rows if q.answerable]
+    out: dict = {f"hit@{k}": mean(any(o.flags[:k]) for o in found) for k in (1, 3, 5, 10)}
+    out["mrr"] = mean(1 / r if (r := o.rank) else 0.0 for o in found)
+    out["empty"] = mean(not o.flags for q, o in rows if not q.answerable)
+    if any(o.extra for o in found):
+        out |= {key: mean(o.extra.get(key, False) for o in found) for key in ("all@10", "sess@10")}
+    out["n"], out["n_none"] = len(found), len(rows) - len(found)
+    return out
+
+
+def interval(questions: Sequence[Question], outcomes: dict, key: str, seed: int = 1) -> tuple[float, float]:
+    """Bootstrap 95 % interval of hit@1 ("hit@1") or MRR ("mrr") over the set's answerable questions."""
+    values = []
+    for q in questions:
+        if q.answerable:
+            rank = outcomes.get(q, Outcome([])).rank
+            values.append((rank == 1) if key == "hit@1" else (1 / rank if rank else 0.0))
+    if not values:
+        return (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(values, k=len(values))) / len(values) for _ in range(BOOTSTRAP))
+    return means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]
+
+
+def score(m: dict) -> float:
+    """What a configuration is chosen by: the mean of hit@1 and MRR on answerable questions."""
+    return ((m["hit@1"] or 0.0) + (m["mrr"] or 0.0)) / 2
+
+
+@dataclass
+class Grid:
+    """Every configuration tried, its figures on every development set, and the choice with each set left out."""
+
+    configs: list  # RankingConfig
+    figures: dict  # (config index, set name) -> metrics
+    outcomes: dict  # (config index, set name) -> per-question outcomes
+
+    def choose(self, sets: Sequence[str]) -> int:
+        """The configuration with the best mean score over `sets` (ties: the earlier, simpler one)."""
+        return max(
+            range(len(self.configs)),
+            key=lambda i: (sum(score(self.figures[(i, s)]) for s in sets) / len(sets), -i),
+        )
+
+
+def evaluate_grid(sets: Sequence[EvalSet], captured: dict, configs: Sequence, models=None, log=print) -> Grid:
+    grid = Grid(list(configs), {}, {})
+    for index, config in enumerate(configs):
+        for es in sets:
+            outcomes = system_outcomes(
+                captured[es.name], lambda kind, item, c=config: replay(kind, item, c, models)
+            )
+            grid.outcomes[(index, es.name)] = outcomes
+            grid.figures[(index, es.name)] = metrics(es.questions, outcomes)
+        if (index + 1) % 10 == 0 or index + 1 == len(configs):
+            log(f"  {index + 1} of {len(configs)} configurations replayed")
+    return grid
+
+
+def configurations(base, choices: dict[str, Sequence]) -> list:
+    """Every combination of `choices` (field -> values) on top of `base`, the base's own values first."""
+    names = list(choices)
+    ordered = [sorted(choices[n], key=lambda v: v != getattr(base, n)) for n in names]
+    return [replace(base, **dict(zip(names, values, strict=True))) for values in itertools.product(*ordered)]
+
+
+def floor_curve(
+    sets: Sequence[EvalSet], captured: dict, config, floors: Sequence[float], models=None
+) -> list[dict]:
+    """Per floor value: no-answer questions that return nothing, and answerable questions whose answer (in the
+    top 10 without a floor) the floor cuts, over `sets`."""
+    rows = []
+    free = replace(config, floor=-1e9)
+    base = {
+        es.name: system_outcomes(captured[es.name], lambda kind, item: replay(kind, item, free))
+        for es in sets
+    }
+    for floor in floors:
+        config_at = replace(config, floor=floor)
+        empty = cut = n_none = n_found = 0
+        for es in sets:
+            outcomes = system_outcomes(
+                captured[es.name], lambda kind, item, c=config_at: replay(kind, item, c)
+            )
+            for q in es.questions:
+                if not q.answerable:
+                    n_none += 1
+                    empty += not outcomes[q].flags
+                elif base[es.name][q].rank:
+                    n_found += 1
+                    cut += not outcomes[q].rank
+        rows.append(
+            dict(floor=floor, empty=empty / n_none if n_none else None, cut=cut / n_found if n_found else None,
+                 n_none=n_none, n_found=n_found)
+        )  # fmt: skip
+    return rows
