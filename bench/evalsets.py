@@ -2,7 +2,8 @@
 
 - The team's sets: every JSON file of `bench/data/retrieval/` (format in its FORMAT.md). Their split says whether a
   set may choose parameters ("dev") or only reports, once, at the end ("test": written afresh by someone who had
-  not seen the code or the earlier sets; the earlier test sets became the `*_dev2` development sets).
+  not seen the code or the earlier sets; the earlier test sets became the `*_dev2` development sets). The
+  development files of one kind form one set (paraphrase_en = paraphrase_en_dev + paraphrase_en_dev2).
 - External sets (`../shared/bench/external/`, its README gives each source, commit and licence): MADial-Bench
   (en, zh, zh questions over en memories), PrefEval, CMRC 2018, DRCD and XQuAD (en and zh questions), converted to
   the same format; never copied into this repository. Knowledge sets are subsampled (seeded) so a run stays within
@@ -31,6 +32,20 @@ EXTERNAL_KNOWLEDGE = ("knowledge_cmrc2018", "knowledge_drcd", "knowledge_xquad")
 EXTERNAL_DOCUMENTS = 300
 EXTERNAL_QUESTIONS = 400
 SEED = 7
+# No external set has questions without an answer. Each borrows some from a set on another subject in the
+# language its questions are asked in (children's dialogues, preference requests, encyclopedia questions): a
+# question the store cannot answer. Its figures say how often such a question returns nothing.
+NO_ANSWER_DONORS = {
+    "madial_en": "prefeval_explicit",
+    "madial_zh": "knowledge_cmrc2018",
+    "madial_xling": "knowledge_cmrc2018",
+    "prefeval_explicit": "knowledge_xquad",
+    "knowledge_cmrc2018": "madial_zh",
+    "knowledge_drcd": "madial_zh",
+    "knowledge_xquad": "prefeval_explicit",
+    "locomo": "knowledge_xquad",
+}
+BORROWED = 30
 
 
 @dataclass(eq=False)  # hashed by identity: a question is a key of its set's outcomes
@@ -129,12 +144,42 @@ def all_sets(
     paths += [(EXTERNAL_DIR / f"{n}.json", "external") for n in (*EXTERNAL_MEMORY, *EXTERNAL_KNOWLEDGE)]
     sets, skipped = [], []
     for path, source in paths:
-        if names is not None and path.stem not in names:
-            continue
         try:
             sets.append(load_set(path, source))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             skipped.append(f"{path.name} ({exc!r})")
     if locomo and (names is None or "locomo" in names):
         sets.append(locomo_set(locomo))
-    return sets, skipped
+    for es in sets:
+        if es.name in NO_ANSWER_DONORS:
+            _borrow_no_answer(es, NO_ANSWER_DONORS[es.name])
+    return _grouped(sets), skipped
+
+
+def _borrow_no_answer(es: EvalSet, donor: str) -> None:
+    """BORROWED questions of `donor` (English ones for an English set) as no-answer questions of `es`."""
+    data = json.loads((EXTERNAL_DIR / f"{donor}.json").read_text())
+    english = es.language == "en" or es.name == "knowledge_xquad"
+    pool = [q for q in data["questions"] if (q["id"] <= "q1190" if donor == "knowledge_xquad" else True)]
+    pool = [q for q in pool if english or es.language != "en"]
+    rng = random.Random(f"{SEED}-{es.name}")
+    borrowed = rng.sample(pool, min(BORROWED, len(pool)))
+    # LoCoMo's questions are spread over its conversations: a few borrowed ones for each.
+    for index, q in enumerate(borrowed):
+        unit = es.units[index % len(es.units)]
+        unit.questions.append(Question(f"none-{donor}-{q['id']}", q["question"], "no-answer", []))
+
+
+def _grouped(sets: list[EvalSet]) -> list[EvalSet]:
+    """The team's development files of one kind (paraphrase_en_dev, paraphrase_en_dev2) as one set of several
+    users: they were written by the same people in the same way, so they are left out together."""
+    out: dict[str, EvalSet] = {}
+    for es in sets:
+        if es.source != "team" or es.split != "dev":
+            out[es.name] = es
+            continue
+        kind = es.name.rsplit("_dev", 1)[0]
+        group = out.setdefault(kind, EvalSet(kind, "dev", es.language, es.kind, [], "team"))
+        group.units += es.units
+        group.warnings += es.warnings
+    return list(out.values())

@@ -59,22 +59,34 @@ def restrict(signals, spaces: Iterable[str]):
     return replace(signals, rankings=rankings, payloads=payloads)
 
 
+_SCALED: dict = {}  # (capture, models, the scaling's own numbers) -> core.hybrid.Scaled
+
+
+def forget_scaled() -> None:
+    _SCALED.clear()
+
+
 def replay(kind: str, item: Captured, config, models: Sequence[str] | None = None) -> list[str]:
     """The point ids the product would return (best first, at most LIMIT) under `config`, with `models` (default:
-    every model of the bench's set) as its embedding models."""
+    every model of the bench's set) as its embedding models. The scaling, which no weight changes, is computed
+    once per capture and model set (core.hybrid.scale), then weighed by each configuration (core.hybrid.combine),
+    as core.hybrid.fuse does."""
     from core import hybrid, stores
     from core.text import script_of
     from memories.scoring import rank
 
-    embedding_set = stores.embedding_set()
-    reading = embedding_set.spaces_reading(script_of(item.signals.query))
-    spaces = [name for name in reading if models is None or name in models]
-    fused = hybrid.fuse([restrict(item.signals, spaces)], config)
+    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
+    scaled = _SCALED.get(key)
+    if scaled is None:
+        reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
+        spaces = [name for name in reading if models is None or name in models]
+        scaled = _SCALED[key] = hybrid.scale(restrict(item.signals, spaces), config)
+    evidence = hybrid.combine(scaled, config)
     if kind == "knowledge":
-        related = [(e.relevance, pid) for pid, e in fused.evidence.items() if e.above_floor]
+        related = [(e.relevance, pid) for pid, e in evidence.items() if e.above_floor]
         return [pid for _, pid in sorted(related, key=lambda x: (-x[0], x[1]))[:LIMIT]]
     ranked = rank(
-        evidence=fused.evidence, graph=item.graph, candidates=item.candidates, now=item.now, config=config
+        evidence=evidence, graph=item.graph, candidates=item.candidates, now=item.now, config=config
     )
     return [pid for _, pid, _ in ranked[:LIMIT]]
 

@@ -174,8 +174,11 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def capture_unit(es: EvalSet, data_dir: Path, unit: Unit, code: str) -> CapturedUnit:
-    """The unit's captures, from the data dir when this unit, the index code and this module are unchanged."""
+def capture_unit(
+    es: EvalSet, data_dir: Path, unit: Unit, code: str, stored_only: Path | None = None
+) -> CapturedUnit | None:
+    """The unit's captures, from the data dir when this unit, the index code and CAPTURE_VERSION are unchanged.
+    `stored_only`: read the captures from this folder's captures/ and capture nothing (None where there is none)."""
     key = hashlib.sha1(
         (
             json.dumps(unit.payload, sort_keys=True, default=str)
@@ -184,7 +187,9 @@ def capture_unit(es: EvalSet, data_dir: Path, unit: Unit, code: str) -> Captured
             + str(CAPTURE_VERSION)
         ).encode()
     ).hexdigest()[:12]
-    path = data_dir / "captures" / f"{unit.key}-{key}.pickle"
+    path = (stored_only or data_dir) / "captures" / f"{unit.key}-{key}.pickle"
+    if stored_only is not None and not path.exists():
+        return None
     if path.exists():
         captured = pickle.loads(path.read_bytes())
         for stored, question in zip(captured.questions, unit.questions, strict=True):

@@ -119,6 +119,11 @@ def main() -> None:
     )
     parser.add_argument("--write", action="store_true", help="write the report even for a partial run")
     parser.add_argument("--json", type=Path, help="dump every figure as JSON here")
+    parser.add_argument(
+        "--stored-only",
+        type=Path,
+        help="analyse the captures another run stored in this data dir (read only; sets not captured are skipped)",
+    )
     args = parser.parse_args()
 
     names = None if args.sets is None else [n.strip() for n in args.sets.split(",")]
@@ -139,8 +144,13 @@ def main() -> None:
         stores.embedding_set().embed_documents(["warm-up", "预热"])
         code = index_code()
         captured = {}
-        for es in sets:
-            captured[es.name] = [capture_unit(es, data_dir, unit, code) for unit in es.units]
+        for es in list(sets):
+            units = [capture_unit(es, data_dir, unit, code, args.stored_only) for unit in es.units]
+            if any(unit is None for unit in units):
+                log(f"{es.name}: not captured in {args.stored_only}, left out")
+                sets.remove(es)
+                continue
+            captured[es.name] = units
             log(f"{es.name}: {len(es.questions)} questions captured")
         dev = [es for es in sets if es.split == "dev"]
         choices = {}
@@ -148,6 +158,7 @@ def main() -> None:
             models = model_set.split("+")
             baselines = {es.name: rc.signal_outcomes(captured[es.name], models) for es in sets}
             choices[model_set] = (choose(dev, captured, models, log), baselines)
+            rc.forget_scaled()  # the next set's scaling differs; the report recomputes what it needs
         log("left-out figures, the test sets, the model ablation")
         results = report(
             sets, dev, captured, choices, stores.embedding_set(), skipped, started_at, t_start, log

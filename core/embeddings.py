@@ -63,6 +63,29 @@ def _weights(model_name: str) -> dict[str, Any]:
         raise EmbeddingError(str(exc)) from exc
 
 
+class _Recent:
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
 class Embedder(ABC):
     """Turns texts into unit-length float32 vectors of one named space (a Qdrant named vector)."""
 
@@ -91,9 +114,20 @@ class Embedder(ABC):
         # _embed runs first, so a remote model's dimension is known when it is checked.
         return _unit_rows(self._embed(batch), self.dimension, self.describe())
 
+    #: Recently embedded queries per model: a query asked again (a page's next request, an agent repeating
+    #: itself, the evaluation page) is not embedded again.
+    RECENT_QUERIES = 1024
+
     def embed_query(self, text: str) -> np.ndarray:
         """One search query's vector; models trained with query and passage prefixes embed it as a query."""
-        return _unit_rows(self._embed_query([text[: self.max_chars]]), self.dimension, self.describe())[0]
+        text = text[: self.max_chars]
+        recent = self.__dict__.setdefault("_recent_queries", _Recent(self.RECENT_QUERIES))
+        vector = recent.get(text)
+        if vector is None:
+            vector = _unit_rows(self._embed_query([text]), self.dimension, self.describe())[0]
+            vector.setflags(write=False)  # shared by every caller that asks the same query
+            recent.put(text, vector)
+        return vector
 
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -218,7 +218,26 @@ def fuse(runs: Sequence[Signals], config: RankingConfig = RANKING) -> Fused:
     return fused
 
 
-def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
+@dataclass(frozen=True)
+class Candidate:
+    """What fusion knows of one candidate before any weight applies (Scaled.candidates)."""
+
+    z: dict[str, float]  # per dense space that reads the pair, its z-score among this query's candidates
+    similarities: dict[str, float]  # the same spaces' raw cosines (a space that missed it: its last hit's)
+    coverage: float  # share of the query's term weight the text holds
+    lexical_base: float  # same-script share × coverage when words may count for it (script, gate), else 0
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """One query's candidates on the fusion's scale: everything fusion computes that no weight changes."""
+
+    candidates: dict[str, Candidate]
+
+
+def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
+    """Each candidate's z-scores, coverage and lexical base; `combine` weighs them (fuse = scale + combine, so a
+    benchmark can weigh one scaling many ways). Reads config.script_share_depth and config.lexical_gate only."""
     embedding_set = stores.embedding_set()
     query_script = script_of(signals.query)
     found = {name: dict(ranking) for name, ranking in signals.rankings.items()}
@@ -236,7 +255,7 @@ def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
         name: [s for point_id, s in found[name].items() if name in readers[script[point_id]]]
         for name in dense_names
     }
-    scale = {name: _z_scale(readable[name]) for name in dense_names}
+    to_z = {name: _z_scale(readable[name]) for name in dense_names}
     # A space that did not return a text ranks it below its last hit: counted at its last hit's score.
     lowest = {name: min(readable[name], default=0.0) for name in dense_names}
     # How much of this query's likely answers (the cross-lingual models' first hits) the lexical signal can see.
@@ -252,32 +271,42 @@ def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
         for point_id in signals.payloads
     }
     closeness = {point_id: _mean(sims.values()) for point_id, sims in similarities.items()}
-    closest = {
-        text_script: max((closeness[p] for p in closeness if script[p] == text_script), default=0.0)
-        for text_script in (LATIN, CJK_SCRIPT)
-    }
-    evidence: dict[str, Evidence] = {}
+    closest = max((closeness[p] for p in closeness if script[p] == query_script), default=0.0)
+    candidates = {}
     for point_id, payload in signals.payloads.items():
         sims = similarities[point_id]
-        weights = {name: config.model_weight(name) for name in sims}
-        total = sum(weights.values())
-        dense = sum(weights[name] * scale[name](sims[name]) for name in sims) / total if total else 0.0
         held = coverage(signals, payload)
-        lexical = 0.0
-        if (
-            script[point_id] == query_script
-            and closeness[point_id] > config.lexical_gate * closest[query_script]
-        ):
-            lexical = (same_script * held) ** config.lexical_power
-        relevance = dense + config.lexical_weight * lexical
+        # Words count for a text in the query's script whose meaning is close enough (config.lexical_gate).
+        counts = script[point_id] == query_script and closeness[point_id] > config.lexical_gate * closest
+        candidates[point_id] = Candidate(
+            {name: to_z[name](similarity) for name, similarity in sims.items()},
+            sims,
+            held,
+            same_script * held if counts else 0.0,
+        )
+    return Scaled(candidates)
+
+
+def combine(scaled: Scaled, config: RankingConfig = RANKING) -> dict[str, Evidence]:
+    """Each candidate's evidence under the configuration's weights, lexical weight and power, and floor."""
+    evidence: dict[str, Evidence] = {}
+    for point_id, item in scaled.candidates.items():
+        weights = {name: config.model_weight(name) for name in item.z}
+        total = sum(weights.values())
+        dense = sum(weights[name] * z for name, z in item.z.items()) / total if total else 0.0
+        relevance = dense + config.lexical_weight * item.lexical_base**config.lexical_power
         evidence[point_id] = Evidence(
             round(relevance, 4),
-            round(held, 4),
+            round(item.coverage, 4),
             round(dense, 4),
-            {name: round(similarity, 4) for name, similarity in sims.items()},
+            {name: round(similarity, 4) for name, similarity in item.similarities.items()},
             relevance >= config.floor,
         )
     return evidence
+
+
+def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
+    return combine(scale(signals, config), config)
 
 
 def _mean(values) -> float:

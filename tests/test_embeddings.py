@@ -616,3 +616,22 @@ def test_a_new_text_is_embedded_in_every_space_at_once():
     embedding_set = EmbeddingSet([Waiting("a"), Waiting("b"), Waiting("c")])
     vectors = embedding_set.embed_documents(["one text", "another"])
     assert {name: rows.shape for name, rows in vectors.items()} == {name: (2, 4) for name in "abc"}
+
+
+def test_a_query_asked_again_is_not_embedded_again():
+    class Counting(UniversalSentenceEncoder):
+        calls = 0
+
+        def _embed_query(self, texts):
+            Counting.calls += 1
+            return super()._embed_query(texts)
+
+    embedder = Counting()
+    first = embedder.embed_query("Where does Mireille keep her bicycle?")
+    again = embedder.embed_query("Where does Mireille keep her bicycle?")
+    other = embedder.embed_query("Where does Mireille keep her kayak?")
+    assert Counting.calls == 2
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    with pytest.raises(ValueError):  # shared by every caller: nobody may change it in place
+        first[0] = 0.0
