@@ -197,9 +197,11 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
     assert chunk_point.payload[hybrid.CJK] is False
 
 
-def test_resync_rebuild_refills_a_store_built_for_other_embedders(user):
+def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypatch):
     import pytest
     from django.core.management import call_command
+
+    from console.management.commands import resync_mirrors
 
     from core import hybrid, stores
     from core.vectorstore import CollectionSpec, VectorStoreConfigError
@@ -212,12 +214,16 @@ def test_resync_rebuild_refills_a_store_built_for_other_embedders(user):
     with pytest.raises(VectorStoreConfigError, match="resync_mirrors --rebuild"):
         stores.collection_store(mirror.COLLECTION)
     [memory] = add(user, "The user works as a data engineer at Acme.")
+    add(user, "Tomek keeps bees on the roof.", "Ola repairs old radios.")
     memory.refresh_from_db()
     assert memory.mirror_state != "synced"  # the row is kept, for the rebuild to mirror
 
+    monkeypatch.setattr(resync_mirrors, "BATCH", 2)
     out = io.StringIO()
     call_command("resync_mirrors", "--rebuild", stdout=out)
-    assert "Re-mirrored 1 memories" in out.getvalue()
+    # It says how far it is as it goes, and loses no memory.
+    assert "2 of 3 memories re-embedded" in out.getvalue() and "3 of 3 memories re-embedded" in out.getvalue()
+    assert "Re-mirrored 3 memories" in out.getvalue()
     assert top(user, "Where does the user work?") == ["The user works as a data engineer at Acme."]
 
 
