@@ -644,10 +644,19 @@ class EmbeddingSet:
         ]
         return readers or list(self.spaces)
 
-    def pair_weights(self, query_script: str, text_script: str) -> dict[str, float]:
-        """Per space, its share of a similarity between a query and a text: equal among the readers."""
+    def pair_weights(self, query_script: str, text_script: str, bound_share: float) -> dict[str, float]:
+        """Per space, its share of one similarity between a query and a text (summing to 1): among the readers,
+        the script-bound ones share `bound_share` and the cross-lingual ones the rest, when there are both."""
         readers = self.readers(query_script, text_script)
-        return {name: (1.0 / len(readers) if name in readers else 0.0) for name in self.spaces}
+        bound = [name for name in readers if not self.spaces[name].cross_lingual]
+        bridging = [name for name in readers if self.spaces[name].cross_lingual]
+        weights = dict.fromkeys(self.spaces, 0.0)
+        if not bound or not bridging:  # nothing to choose between
+            weights.update({name: 1.0 / len(readers) for name in readers})
+            return weights
+        weights.update({name: bound_share / len(bound) for name in bound})
+        weights.update({name: (1.0 - bound_share) / len(bridging) for name in bridging})
+        return weights
 
     def spaces_reading(self, query_script: str) -> list[str]:
         """The spaces that read a query in this script against a text in either script."""

@@ -43,6 +43,9 @@ EVENT_WINDOW = timedelta(minutes=10)
 # Chosen on bench/data/dedupe/pairs_dev.json and reported on pairs_test.json (bench/dedupe_eval.py,
 # bench/results/dedupe.md).
 NEAR_DUPLICATE_SIMILARITY = 0.80
+# A repeat's similarity weighs the models that read both texts' script (MiniLM, e5) at this share and the
+# cross-lingual one (USE, whose cosines run lower) at the rest: the scale NEAR_DUPLICATE_SIMILARITY was chosen on.
+SCRIPT_BOUND_SHARE = 0.85
 NEAR_CANDIDATES = 5
 DECISION_PROMPT = (
     "You keep a user's long-term memory clean. You get the user's current memories, numbered, and one new "
@@ -281,7 +284,8 @@ class Curator:
         similar: list[tuple[Memory, float]] = []
         if self._accepted_rows:
             by_script = {
-                other: embedding_set.pair_weights(_script(cjk), _script(other)) for other in (False, True)
+                other: embedding_set.pair_weights(_script(cjk), _script(other), SCRIPT_BOUND_SHARE)
+                for other in (False, True)
             }
             total = np.zeros(len(self._row_cjk), dtype=np.float32)
             for name, matrix in self._rows.items():
@@ -314,7 +318,9 @@ class Curator:
             row = rows.get(point_id)
             if row is None or row.pk == memory.pk:
                 continue
-            weights = embedding_set.pair_weights(_script(cjk), _script(cjk_by_id[point_id]))
+            weights = embedding_set.pair_weights(
+                _script(cjk), _script(cjk_by_id[point_id]), SCRIPT_BOUND_SHARE
+            )
             # A space that did not return the point counts it at 0: never above the threshold by absence.
             similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
         return similar

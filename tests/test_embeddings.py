@@ -60,8 +60,8 @@ def best_match(embedding_set: EmbeddingSet, memories: dict[str, str], query: str
         standard[space] = (cosines - cosines.mean()) / (cosines.std() or 1.0)
     scores = []
     for row, text in enumerate(memories.values()):
-        weights = embedding_set.pair_weights(script_of(query), script_of(text))
-        scores.append(sum(weight * float(standard[space][row]) for space, weight in weights.items()))
+        readers = embedding_set.readers(script_of(query), script_of(text))
+        scores.append(sum(float(standard[space][row]) for space in readers) / len(readers))
     return list(memories)[int(np.argmax(scores))]
 
 
@@ -255,18 +255,22 @@ def test_each_pair_is_read_by_the_models_that_read_both_its_languages():
     # Across the languages only the cross-lingual model compares: e5 prefers its own language.
     assert every.readers(LATIN, CJK) == ["use"] and every.readers(CJK, LATIN) == ["use"]
     assert every.readers(LATIN, LATIN) == ["minilm", "use", "e5", "bge_en"]
-    assert every.pair_weights(LATIN, CJK) == {
+    assert every.pair_weights(LATIN, CJK, 0.85) == {
         "minilm": 0.0,
         "use": 1.0,
         "e5": 0.0,
         "bge_zh": 0.0,
         "bge_en": 0.0,
     }
+    # Within a script, the script-bound readers share the given part and the cross-lingual one the rest.
+    assert every.pair_weights(CJK, CJK, 0.8) == pytest.approx(
+        {"minilm": 0.0, "use": 0.2, "e5": 0.4, "bge_zh": 0.4, "bge_en": 0.0}
+    )
 
 
 def test_a_set_of_one_model_lets_it_rank_every_pair_as_best_it_can():
     assert build_embedding_set("minilm").readers(CJK, CJK) == ["minilm"]
-    assert build_embedding_set("use").pair_weights(LATIN, LATIN) == {"use": 1.0}
+    assert build_embedding_set("use").pair_weights(LATIN, LATIN, 0.85) == {"use": 1.0}
 
 
 def test_cjk_ratio():

@@ -202,7 +202,6 @@ def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypa
     from django.core.management import call_command
 
     from console.management.commands import resync_mirrors
-
     from core import hybrid, stores
     from core.vectorstore import CollectionSpec, VectorStoreConfigError
     from memories import mirror
