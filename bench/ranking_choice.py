@@ -192,33 +192,109 @@ def configurations(base, choices: dict[str, Sequence]) -> list:
     return [replace(base, **dict(zip(names, values, strict=True))) for values in itertools.product(*ordered)]
 
 
+@dataclass(frozen=True)
+class Returned:
+    """One item a free replay (no floor, no noise floors) returns, with what the floors read of it."""
+
+    point_id: str
+    relevance: float  # fused relevance with the graph's bonus (what the floor compares)
+    similarities: dict  # per model that read it, raw cosine
+    rescued: bool  # linked to an entity the query names: returned at the floor whatever its similarity
+
+
+def free_replay(kind: str, item: Captured, config, models=None) -> list[Returned]:
+    """What `config` returns with no floor and no noise floors (the top LIMIT), with each item's relevance and
+    similarities: a floor only removes items, so every floor's outcome is a filter of this list."""
+    from core import hybrid, stores
+    from core.text import script_of
+    from memories.scoring import rank
+
+    free = replace(config, floor=-1e9, model_floors={})
+    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
+    scaled = _SCALED.get(key)
+    if scaled is None:
+        reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
+        spaces = [name for name in reading if models is None or name in models]
+        scaled = _SCALED[key] = hybrid.scale(restrict(item.signals, spaces), free)
+    evidence = hybrid.combine(scaled, free)
+    if kind == "knowledge":
+        ordered = sorted(evidence.items(), key=lambda pair: (-pair[1].relevance, pair[0]))[:LIMIT]
+        return [Returned(pid, e.relevance, e.similarities, False) for pid, e in ordered]
+    ranked = rank(evidence=evidence, graph=item.graph, candidates=item.candidates, now=item.now, config=free)
+    out = []
+    for _, pid, parts in ranked[:LIMIT]:
+        sims = {k[len("dense_") :]: v for k, v in parts.items() if k.startswith("dense_")}
+        linked = parts.get("graph", 0.0) or 0.0
+        out.append(Returned(pid, parts["fused"] + config.graph_weight * linked, sims, linked > 0))
+    return out
+
+
+def kept(returned: Returned, floor: float, model_floors: dict) -> bool:
+    """Would the product return this item under `floor` and `model_floors` (core.ranking.RankingConfig)?"""
+    from core.ranking import RankingConfig
+
+    if not RankingConfig(model_floors=model_floors).over_noise(returned.similarities):
+        return returned.rescued  # the graph brings it back at the floor (memories.scoring.rank)
+    return returned.relevance >= floor
+
+
+def noise_floors(sets: Sequence[EvalSet], free: dict, quantile: float | None) -> dict:
+    """Per model, the `quantile` of its best cosine over the no-answer questions of `sets` ({} for None)."""
+    if quantile is None:
+        return {}
+    best: dict[str, list[float]] = {}
+    for es in sets:
+        for q in es.questions:
+            if q.answerable:
+                continue
+            per_model: dict[str, float] = {}
+            for item in free[es.name][q]:
+                for name, cosine in item.similarities.items():
+                    per_model[name] = max(per_model.get(name, -1.0), cosine)
+            for name, cosine in per_model.items():
+                best.setdefault(name, []).append(cosine)
+    return {name: sorted(v)[min(len(v) - 1, int(quantile * len(v)))] for name, v in sorted(best.items()) if v}
+
+
+def free_outcomes(es: EvalSet, units: Sequence[CapturedUnit], config, models=None) -> dict:
+    """Per question of `es`, the free replay's items, with their labels judged (Returned, is an answer)."""
+    out = {}
+    for unit in units:
+        for item in unit.questions:
+            items = free_replay(unit.kind, item, config, models)
+            flags = judge(unit.kind, item.question, [unit.labels.get(r.point_id) for r in items]).flags
+            out[item.question] = [(r, flag) for r, flag in zip(items, flags, strict=True)]
+    return out
+
+
 def floor_curve(
-    sets: Sequence[EvalSet], captured: dict, config, floors: Sequence[float], models=None
+    sets: Sequence[EvalSet],
+    free: dict,
+    floors: Sequence[float],
+    quantiles: Sequence,
+    tuned_on: Sequence[EvalSet],
 ) -> list[dict]:
-    """Per floor value: no-answer questions that return nothing, and answerable questions whose answer (in the
-    top 10 without a floor) the floor cuts, over `sets`."""
+    """Per (floor, noise-floor quantile): the share of no-answer questions of `sets` that return nothing, and of
+    answerable ones whose answer (in the top 10 without floors) the floors cut. The noise floors come from the
+    no-answer questions of `tuned_on` (with `free`: per set name, free_outcomes)."""
+    plain_free = {name: {q: [r for r, _ in pairs] for q, pairs in per.items()} for name, per in free.items()}
     rows = []
-    free = replace(config, floor=-1e9)
-    base = {
-        es.name: system_outcomes(captured[es.name], lambda kind, item: replay(kind, item, free))
-        for es in sets
-    }
-    for floor in floors:
-        config_at = replace(config, floor=floor)
-        empty = cut = n_none = n_found = 0
-        for es in sets:
-            outcomes = system_outcomes(
-                captured[es.name], lambda kind, item, c=config_at: replay(kind, item, c)
-            )
-            for q in es.questions:
-                if not q.answerable:
-                    n_none += 1
-                    empty += not outcomes[q].flags
-                elif base[es.name][q].rank:
-                    n_found += 1
-                    cut += not outcomes[q].rank
-        rows.append(
-            dict(floor=floor, empty=empty / n_none if n_none else None, cut=cut / n_found if n_found else None,
-                 n_none=n_none, n_found=n_found)
-        )  # fmt: skip
+    for quantile in quantiles:
+        model_floors = noise_floors(tuned_on, plain_free, quantile)
+        for floor in floors:
+            empty = cut = n_none = n_found = 0
+            for es in sets:
+                for q in es.questions:
+                    pairs = free[es.name][q]
+                    if not q.answerable:
+                        n_none += 1
+                        empty += not any(kept(r, floor, model_floors) for r, _ in pairs)
+                    elif any(flag for _, flag in pairs):
+                        n_found += 1
+                        cut += not any(flag and kept(r, floor, model_floors) for r, flag in pairs)
+            rows.append(
+                dict(floor=floor, quantile=quantile, model_floors=model_floors,
+                     empty=empty / n_none if n_none else None, cut=cut / n_found if n_found else None,
+                     n_none=n_none, n_found=n_found)
+            )  # fmt: skip
     return rows

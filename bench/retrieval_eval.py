@@ -70,6 +70,10 @@ FUSION = {
 }
 SHAPING = {"graph_weight": (0.0, 0.5, 1.0), "recency_weight": (0.0, 0.2), "importance_weight": (0.0, 0.2)}
 FLOORS = (-1e9, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+# Each model's noise floor: this quantile of its best cosine for the no-answer questions (None: no noise floors).
+QUANTILES = (None, 0.1, 0.25, 0.5, 0.75, 0.9)
+# The share of answerable questions whose answer the floors may cut: the rule's own tolerance.
+CUT_BUDGET = 0.01
 
 
 def choose(dev, captured, models, log) -> dict:
@@ -78,7 +82,14 @@ def choose(dev, captured, models, log) -> dict:
 
     start = replace(RANKING, floor=-1e9)
     log(f"fusion grid for {'+'.join(models)}")
-    fusion = rc.evaluate_grid(dev, captured, rc.configurations(start, FUSION), models, log=log)
+    # A weight for a model outside the set changes nothing: such options are tried once.
+    weights: list[dict] = []
+    for option in FUSION["model_weights"]:
+        kept = {name: value for name, value in option.items() if name in models}
+        weights += [] if kept in weights else [kept]
+    fusion = rc.evaluate_grid(
+        dev, captured, rc.configurations(start, {**FUSION, "model_weights": weights}), models, log=log
+    )
     names = [es.name for es in dev]
     folds = {name: [other for other in names if other != name] for name in names}
     folds["(all)"] = names
@@ -95,11 +106,29 @@ def choose(dev, captured, models, log) -> dict:
         chosen[fold] = grid.configs[grid.choose(others)]
     log("floor curve")
     curves = {}
+    free_by_config: dict[str, dict] = {}  # a floor only filters: one free replay per fused configuration
     for fold, others in folds.items():
+        fused = chosen[fold]
+        key = repr(replace(fused, floor=0.0, model_floors={}))
+        if key not in free_by_config:
+            free_by_config[key] = {
+                es.name: rc.free_outcomes(es, captured[es.name], fused, models) for es in dev
+            }
         sets = [es for es in dev if es.name in others]
-        curves[fold] = rc.floor_curve(sets, captured, chosen[fold], FLOORS, models)
-        best = max(curves[fold], key=lambda row: ((row["empty"] or 0) - (row["cut"] or 0), -row["floor"]))
-        chosen[fold] = replace(chosen[fold], floor=best["floor"])
+        curves[fold] = rc.floor_curve(sets, free_by_config[key], FLOORS, QUANTILES, sets)
+        # The rule lets Mnemo trail its best signal by 0.01: the floors may spend that much of the answers, no
+        # more. Among the points within it, the one that empties the most no-answer questions.
+        within = [row for row in curves[fold] if (row["cut"] or 0.0) <= CUT_BUDGET]
+        best = max(
+            within,
+            key=lambda row: (
+                round(row["empty"] or 0.0, 6),
+                -round(row["cut"] or 0.0, 6),
+                -row["floor"],
+                -(row["quantile"] if row["quantile"] is not None else -1.0),
+            ),
+        )
+        chosen[fold] = replace(fused, floor=best["floor"], model_floors=best["model_floors"])
     return dict(models=list(models), fusion=fusion, shaping=shaping_grids, chosen=chosen, curves=curves)
 
 
@@ -165,13 +194,17 @@ def main() -> None:
             sets, dev, captured, choices, stores.embedding_set(), skipped, started_at, t_start, log
         )
         # The product's own search uses every stored model: the check replays the configuration chosen for them.
-        check = product_check(
-            data_dir, sets, captured, choices[args.model_sets.split(",")[0]][0]["chosen"]["(all)"]
-        )
-        results["product_check"] = check
-        log(
-            f"product check: {check['differ']} of {check['checked']} searches differ from their replay {check['examples']}"
-        )
+        if (
+            not args.stored_only
+        ):  # the product's own search needs the stored users, which a read-only run lacks
+            check = product_check(
+                data_dir, sets, captured, choices[args.model_sets.split(",")[0]][0]["chosen"]["(all)"]
+            )
+            results["product_check"] = check
+            log(
+                f"product check: {check['differ']} of {check['checked']} searches differ from their replay "
+                f"{check['examples']}"
+            )
         stores.reset()
     finally:
         if not args.data_dir:

@@ -186,8 +186,12 @@ def report(sets, dev, captured, choices, embedding_set, skipped, started_at, t_s
         [[fold, describe_config(config, RANKING)] for fold, config in chosen.items()],
     )
     curve = markdown(
-        ["floor (σ)", "no-answer questions returning nothing", "answerable questions whose answer is cut"],
-        [[f"{r['floor']:g}" if r["floor"] > -1e8 else "none", _fmt(r["empty"]), _fmt(r["cut"])]
+        ["floor (σ)", "noise floors (quantile)", "no-answer questions returning nothing",
+         "answerable questions whose answer is cut"],
+        [[f"{r['floor']:g}" if r["floor"] > -1e8 else "none",
+          "none" if r["quantile"] is None else f"{r['quantile']:g}: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in r["model_floors"].items()),
+          _fmt(r["empty"]), _fmt(r["cut"])]
          for r in choice["curves"]["(all)"]],
     )  # fmt: skip
     ablation = model_ablation(dev, captured, final, models, log)
@@ -222,8 +226,11 @@ Chosen with each set left out:
 
 ## No answer: the floor
 
-Over every development set with the final configuration's fusion (the floor chosen where the share of
-no-answer questions returning nothing minus the share of answerable questions losing their answer is largest):
+Over every development set with the final configuration's fusion: the floor in σ and the models' noise floors
+(each the given quantile of the model's best cosine for the questions whose answer is not stored). Every point
+that cuts the answer of at most 1 % of the answerable questions (the rule's own tolerance: a floor that costs
+more makes Mnemo lose to a signal that has none) is a candidate; the one that empties the most no-answer
+questions is chosen:
 
 {curve}
 

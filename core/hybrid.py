@@ -70,6 +70,8 @@ class Evidence:
     dense: float = 0.0  # the mean z-score of the models that read the pair
     similarities: dict[str, float] = field(default_factory=dict)  # per dense space that read it, raw cosine
     above_floor: bool = False  # related to the query, not merely the nearest there is
+    # Some model that read it finds it closer than that model's noise floor (RankingConfig.model_floors).
+    over_noise: bool = True
 
     def signal_parts(self) -> dict[str, float]:
         """The signals' score parts as the API and the pages show them (SCORE_PARTS explains each)."""
@@ -295,12 +297,14 @@ def combine(scaled: Scaled, config: RankingConfig = RANKING) -> dict[str, Eviden
         total = sum(weights.values())
         dense = sum(weights[name] * z for name, z in item.z.items()) / total if total else 0.0
         relevance = dense + config.lexical_weight * item.lexical_base**config.lexical_power
+        over_noise = config.over_noise(item.similarities)
         evidence[point_id] = Evidence(
             round(relevance, 4),
             round(item.coverage, 4),
             round(dense, 4),
             {name: round(similarity, 4) for name, similarity in item.similarities.items()},
-            relevance >= config.floor,
+            over_noise and relevance >= config.floor,
+            over_noise,
         )
     return evidence
 

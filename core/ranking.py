@@ -11,6 +11,7 @@ that model (a z-score), and averages the models that read both texts; so `releva
 standard deviations ("σ"). A relevance of 2 means: two standard deviations above this query's typical candidate.
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 
@@ -47,15 +48,27 @@ class RankingConfig:
     superseded_penalty: float = 1.0
     #: Per dense model, its weight in the average (a model not named weighs 1).
     model_weights: dict[str, float] = field(default_factory=dict)
+    #: Per dense model, the raw cosine under which it does not call a text related (its noise floor): a text is
+    #: returned only when some model that reads it finds it closer. z-scores are relative to the query's own
+    #: candidates, so in a small store, or for a query about nothing stored, the nearest text always stands out;
+    #: this says whether it is near at all. Each value is a quantile of the model's best cosine for questions
+    #: whose answer is not stored, in the development sets (bench/retrieval_eval.py).
+    model_floors: dict[str, float] = field(default_factory=dict)
 
     def model_weight(self, name: str) -> float:
         return self.model_weights.get(name, 1.0)
+
+    def over_noise(self, similarities: Mapping[str, float]) -> bool:
+        """Does some model with a noise floor find the text closer than it (True when no reader has one)?"""
+        floors = {name: self.model_floors[name] for name in similarities if name in self.model_floors}
+        return not floors or any(similarities[name] >= floor for name, floor in floors.items())
 
     def snapshot(self) -> dict:
         """Every value, for the evaluation page's settings snapshot (a change shows as a settings change)."""
         values = asdict(self)
         values["graph_hops"] = list(self.graph_hops)
         values["model_weights"] = dict(sorted(self.model_weights.items()))
+        values["model_floors"] = dict(sorted(self.model_floors.items()))
         return values
 
     def score_parts(self) -> dict[str, str]:
@@ -65,7 +78,7 @@ class RankingConfig:
             "score": "The ranking score: the fused relevance with the bonuses below (standard deviations, σ).",
             "fused": "How far the text stands above this query's other candidates, averaged over the models that "
             f"read both languages, plus up to {self.lexical_weight:g} σ for the query's words (σ); under "
-            f"{self.floor:g} σ nothing is returned.",
+            f"{self.floor:g} σ, or under every model's noise floor, nothing is returned.",
             "dense": "Similarity of meaning from the embedding models that read both texts' languages, in σ above "
             "this query's candidates.",
             "lexical": "Share of the query's words found in the text; rare words count more (0..1).",
@@ -94,4 +107,6 @@ CHOSEN_BY: dict[str, str] = {
     "importance_weight": "leave-one-set-out over every development set",
     "superseded_penalty": "a behaviour, not tuned: history ranks below current facts (a test pins it)",
     "model_weights": "leave-one-set-out over every development set",
+    "model_floors": "the no-answer curve, leave-one-set-out (a quantile of each model's best cosine for "
+    "questions without a stored answer)",
 }

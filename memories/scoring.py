@@ -80,8 +80,8 @@ def rank(
 ) -> list[tuple[float, str, dict[str, float]]]:
     """(score, memory id, score parts) of every related candidate, best first.
 
-    A candidate is related when its relevance, with the graph's bonus, reaches the floor (core.ranking): only the
-    nearest there is does not count. A fact linked to the query's entities comes back even when no signal found
+    A candidate is related when some model finds it over its noise floor and its relevance, with the graph's
+    bonus, reaches the floor (core.ranking): only the nearest there is does not count. A fact linked to the query's entities comes back even when no signal found
     it, as just related (at the floor) plus its graph bonus: the graph finds, the text ranks. `text_match`: the
     vector store was down and relevance is a plain share of the query's words, which has no floor.
     """
@@ -89,7 +89,7 @@ def rank(
     for memory_id, candidate in candidates.items():
         found = evidence.get(memory_id)
         linked = graph.get(memory_id, 0.0)
-        if found is None:
+        if found is None or not (text_match or found.over_noise):
             if linked <= 0 or candidate.memory_type != SEMANTIC:
                 continue
             found = Evidence(relevance=config.floor)
