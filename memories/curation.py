@@ -39,10 +39,9 @@ from django.contrib.auth.models import User
 from pydantic import BaseModel, Field, ValidationError
 
 from core import stores
-from core.embeddings import CJK_CUTOFF
 from core.limits import MAX_CONTENT_CHARS
 from core.llm import LLMClient, LLMError
-from core.text import cjk_ratio, content_words, same_word_order
+from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_word_order
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.facts import Slot, same_attribute, slots
@@ -66,6 +65,9 @@ THRESHOLDS = {
     "numbers": 0.60,
     "none": 0.65,
 }
+# A repeat's similarity weighs the models that read both texts' script (MiniLM, e5) at this share and the
+# cross-lingual one (USE, whose cosines run lower) at the rest: the scale the thresholds were chosen on.
+SCRIPT_BOUND_SHARE = 0.85
 NEAR_CANDIDATES = 5
 DECISION_PROMPT = (
     "You keep a user's long-term memory clean. You get the user's current memories, numbered, and one new "
@@ -334,7 +336,10 @@ class Curator:
         cjk = cjk_ratio(memory.content) >= CJK_CUTOFF
         similar: list[tuple[Memory, float]] = []
         if self._accepted_rows:
-            by_script = {other: embedding_set.pair_weights(cjk, other) for other in (False, True)}
+            by_script = {
+                other: embedding_set.pair_weights(_script(cjk), _script(other), SCRIPT_BOUND_SHARE)
+                for other in (False, True)
+            }
             total = np.zeros(len(self._row_cjk), dtype=np.float32)
             for name, matrix in self._rows.items():
                 row_weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
@@ -366,7 +371,9 @@ class Curator:
             row = rows.get(point_id)
             if row is None or row.pk == memory.pk:
                 continue
-            weights = embedding_set.pair_weights(cjk, cjk_by_id[point_id])
+            weights = embedding_set.pair_weights(
+                _script(cjk), _script(cjk_by_id[point_id]), SCRIPT_BOUND_SHARE
+            )
             # A space that did not return the point counts it at 0: never above the threshold by absence.
             similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
         return similar
@@ -435,6 +442,10 @@ def _replaces(slot: Slot, attribute: str, value: str) -> bool:
     """Whether a new fact (`slot`) replaces an earlier one of the same subject stating `attribute` = `value`:
     the same attribute and a value shown to be another (one the other language may name is not)."""
     return same_attribute(slot.attribute, attribute) and anchors.same_value(value, slot.value) is False
+
+
+def _script(cjk: bool) -> str:
+    return CJK if cjk else LATIN
 
 
 def _describe(slot: Slot) -> str:

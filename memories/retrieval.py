@@ -2,17 +2,15 @@
 
 1. Candidates from each signal: one dense search per embedding space and one sparse lexical search, all under
    the same filter (user, types, importance, session, time range, not expired).
-2. Calibrated score fusion (core.hybrid): each signal's scores on one 0..1 scale by how far they stand above
-   this query's other candidates, dense spaces weighted by the languages they read, the lexical signal by how
-   much of the query (rare terms weigh more) its best match holds. A candidate no signal calls related (under
-   every model's noise floor and without half the query's terms) is left out.
+2. Fusion (core.hybrid): each model's cosines as z-scores over this query's candidates, averaged over the models
+   that read both texts' languages, plus a bounded lexical part. A candidate under the relevance floor is left
+   out: it is only the nearest there is, not related.
 3. The graph: memories linked to entities the query names, weighted by how specific the entity is (a name in
-   every memory says nothing) and by hops.
-4. Hello-Agents' shaping per type, applied to the fused relevance:
-   working  relevance × time decay;  others relevance × (0.95 + 0.05·recency), and for semantic memories at
-   least 0.5·graph; then × a fifth-strength importance weight that is 1 at importance 1, so the score stays
-   within 0..1. Smaller than the tutorial's shares: RECENCY_SHARE and GRAPH_REACH say why.
-The limit applies to the merged list: never split per type and re-sorted by importance.
+   every memory says nothing) and by hops. A fact linked to them comes back even when the signals missed it.
+4. Shaping (memories.scoring): bonuses in σ for the graph (and recency and importance where core.ranking gives
+   them weight), a penalty for replaced facts.
+Every number is core.ranking's RANKING. The limit applies to the merged list: never split per type and
+re-sorted by importance (Hello-Agents' defect).
 """
 
 import logging
@@ -30,6 +28,7 @@ from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
+from core.ranking import RANKING, RankingConfig
 from core.text import CJK_RUN, lexical_terms
 from core.vectorstore import VectorStoreError
 from memories import mirror
@@ -43,45 +42,24 @@ from memories.models import (
     MemoryEntity,
     MemoryType,
 )
-from memories.services import importance_weight, recency_score, time_decay
+from memories.scoring import Candidate, rank
 
 logger = logging.getLogger(__name__)
 
-# Per signal. LoCoMo turn recall@10 moves by under 0.01 between 30 and 200 candidates (bench/results/locomo.md):
-# past rank 50 a memory rarely reaches a top 10, and every candidate is a row to load.
-CANDIDATES_PER_SIGNAL = 50
 GRAPH_DEPTH = 2
-GRAPH_HOP_SCORES = {0: 1.0, 1: 0.6, 2: 0.3}
-# Hello-Agents gives the graph 0.3 of a fact's score and recency 0.2 of an event's, and weights importance by
-# 0.8 + 0.4·importance. The fused relevance of the right memory and the next one often differ by less than that,
-# so those shares let a linked, newer or more important memory overtake the one every signal prefers: on
-# paraphrase_en_dev hit@1 was 0.66 with the tutorial's shares halved, 0.71 with no shaping at all. Here recency
-# moves a memory's score by at most 5%, for facts and events alike (a share for events alone ranked every event
-# below the facts about the same person), and importance weighs at a fifth of its strength (chosen on the dev
-# sets among 0.5, 0.2 and 0: paraphrase_en_dev hit@1 0.771 / 0.800 / 0.714): they break near-ties.
-RECENCY_SHARE = 0.05
-# The graph finds, the text ranks: a fact linked to the query's entities (or their neighbours) scores at least
-# this share of its graph score, so one the signals missed still comes back, but the link adds nothing to a fact
-# the signals already rank. As a bonus it favoured facts over events about the same person (only facts are
-# linked) and facts naming an unrelated entity of the query, such as a month.
-GRAPH_REACH = 0.5
-IMPORTANCE_SHARE = 0.2
-# A replaced fact, when a search asks for them too, is history: it ranks below current facts of like relevance
-# (the newer value usually shares fewer words with the question than the one it replaced: "I work at Acme" /
-# "I now work at Globex").
-SUPERSEDED_WEIGHT = 0.5
 
 
-SCORE_PARTS = {
-    "score": "The ranking score (0..1): fused relevance with the small bonuses below, times importance.",
-    **hybrid.SCORE_PARTS,
-    "recency": "How recent the memory is (1 = now); moves the score by up to 5%.",
-    "decay": "Working memory fades with age; its relevance is multiplied by this.",
-    "importance": "Multiplier from the memory's importance, at a fifth of the tutorial's strength (1 at importance 1).",
-    "superseded": "Present, at 0.5, for a fact a newer one replaced (returned only when asked for).",
-    "graph": "Linked to an entity the query names (1) or its neighbours (0.6, 0.3), times how specific the entity "
-    "is; a linked fact scores at least half of this.",
-}
+def score_parts(config: RankingConfig = RANKING) -> dict[str, str]:
+    """Every part of a memory hit's scores, explained with the configuration's values (pages, API docs)."""
+    parts = config.score_parts()
+    return {
+        "score": parts["score"],
+        **hybrid.score_parts(config),
+        **{name: parts[name] for name in ("recency", "importance", "graph", "superseded")},
+    }
+
+
+SCORE_PARTS = score_parts()
 
 
 @dataclass
@@ -147,6 +125,7 @@ def search_memories(
     include_chat_copies: bool = False,
     require_match: bool = False,
     tag: str | None = None,
+    config: RankingConfig = RANKING,
 ) -> SearchResult:
     """`include_superseded` also returns facts a newer one replaced (memories.curation); by default only
     current memories come back. `include_chat_copies` also returns the working-memory copies of chat messages,
@@ -174,11 +153,7 @@ def search_memories(
     def signals() -> tuple[hybrid.Fused, str]:
         try:
             fused = hybrid.search(
-                mirror.memory_store(),
-                mirror.COLLECTION,
-                query=query,
-                where=where,
-                limit=CANDIDATES_PER_SIGNAL,
+                mirror.memory_store(), mirror.COLLECTION, query=query, where=where, config=config
             )
         except VectorStoreError as exc:
             logger.warning("vector search unavailable, falling back to text match: %s", exc)
@@ -191,30 +166,22 @@ def search_memories(
     # The graph's reach needs only the query: it is read here (SQL, this thread's connection) while the models
     # embed the query and the store searches in other threads.
     reach, (fused, notice) = side_by_side(lambda: _graph_reach(user, query), signals)
-    relevance_by_id, evidence = fused.relevance, fused.evidence
-    graph = _graph_scores(reach, set(relevance_by_id))
-    candidates = _candidates(user, set(relevance_by_id) | set(graph), scope, now)
+    evidence = fused.evidence
+    graph = _graph_scores(reach, set(evidence), config)
+    candidates = _candidates(user, set(evidence) | set(graph), scope, now)
     if notice:
-        matches = _text_match(user, query, scope, now)
-        for memory_id, (candidate, overlap) in matches.items():
+        for memory_id, (candidate, overlap) in _text_match(user, query, scope, now).items():
             candidates[memory_id] = candidate
-            relevance_by_id[memory_id] = overlap
-
-    ranked: list[tuple[float, str, dict[str, float]]] = []
-    for memory_id, candidate in candidates.items():
-        relevance = relevance_by_id.get(memory_id, 0.0)
-        graph_score = graph.get(memory_id, 0.0)
-        if relevance <= 0 and graph_score <= 0:
-            continue
-        found = evidence.get(memory_id, hybrid.Evidence())
-        matched = relevance > 0 if notice else found.above_floor  # a plain text match (notice) is a match
-        if (graph_score <= 0 or require_match) and not matched:
-            continue  # a memory must match the query in some way, not merely be the nearest there is
-        score, scores = _shape(candidate, relevance, graph_score, found, now)
-        if score > 0:  # an event linked to the query's entities but matching nothing else adds nothing
-            ranked.append((score, memory_id, scores))
-    ranked.sort(key=lambda item: item[0], reverse=True)
-    ranked = ranked[:limit]
+            evidence[memory_id] = hybrid.Evidence(relevance=overlap, coverage=overlap)
+    ranked = rank(
+        evidence=evidence,
+        graph=graph,
+        candidates=candidates,
+        now=now,
+        config=config,
+        text_match=bool(notice),
+        require_match=require_match,
+    )[:limit]
     rows = _rows(user, [memory_id for _, memory_id, _ in ranked])
     # A memory deleted between the two queries is simply left out.
     hits = [
@@ -223,54 +190,7 @@ def search_memories(
     return SearchResult(hits, " ".join(text for text in (notice, reach.notice) if text))
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """The columns the shaping reads: ranking ~150 candidates needs no content, metadata or session."""
-
-    memory_type: str
-    importance: float
-    created_at: datetime
-    superseded: bool = False
-
-
 _CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at", "superseded_by")
-
-
-def _shape(
-    candidate: _Candidate,
-    relevance: float,
-    graph: float,
-    evidence: hybrid.Evidence,
-    now: datetime,
-) -> tuple[float, dict[str, float]]:
-    age = now - candidate.created_at
-    recency = recency_score(age)
-    decay = time_decay(age)
-    if candidate.memory_type == MemoryType.WORKING:
-        base = relevance * decay
-    else:
-        base = relevance * (1 - RECENCY_SHARE + RECENCY_SHARE * recency)
-        if candidate.memory_type == MemoryType.SEMANTIC:
-            base = max(base, GRAPH_REACH * graph)
-    weight = _importance_weight(candidate.importance)
-    if candidate.superseded:
-        base *= SUPERSEDED_WEIGHT
-    scores = {
-        **evidence.signal_parts(),
-        "fused": round(relevance, 4),
-        "recency": round(recency, 4),
-        "decay": round(decay, 4),
-        "importance": round(weight, 4),
-        "graph": round(graph, 4),
-    }
-    if candidate.superseded:
-        scores["superseded"] = SUPERSEDED_WEIGHT
-    return round(base * weight, 6), scores
-
-
-def _importance_weight(importance: float) -> float:
-    """The tutorial's importance weight at IMPORTANCE_SHARE of its strength, scaled so importance 1 gives 1."""
-    return 1 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * importance_weight(importance) / importance_weight(1.0)
 
 
 @dataclass(frozen=True)
@@ -316,14 +236,14 @@ def _graph_reach(user: User, query: str) -> _GraphReach:
     )
 
 
-def _graph_scores(reach: _GraphReach, found: set[str]) -> dict[str, float]:
+def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig) -> dict[str, float]:
     """Memories linked to the query's entities or to their neighbours within two hops.
 
-    Only facts rank by their links alone (_shape); any other memory needs a relevance of its own, so of those
+    Only facts rank by their links alone (memories.scoring.rank); any other memory needs a relevance of its own, so of those
     only the ones the signals `found` are scored. A speaker's name in a conversation links hundreds of events:
     reading every link cost half of a LoCoMo search.
 
-    A link counts by hops (GRAPH_HOP_SCORES) times the entity's specificity, log(1 + N/n) / log(1 + N) for an
+    A link counts by hops (config.graph_hops) times the entity's specificity, log(1 + N/n) / log(1 + N) for an
     entity linked to n of the user's N memories: 1 for an entity on one memory, log 2 / log(1 + N) for one on
     every memory (0.1 at 1,000 memories), so the user's own name no longer lifts them all.
     """
@@ -358,7 +278,8 @@ def _graph_scores(reach: _GraphReach, found: set[str]) -> dict[str, float]:
         link = (-hops, _specificity(counts.get(entity_id, 1), memories))
         closest[memory_id] = max(closest.get(memory_id, link), link)
     scores = {
-        memory_id: GRAPH_HOP_SCORES.get(-negative_hops, 0.0) * specificity
+        memory_id: (config.graph_hops[-negative_hops] if -negative_hops < len(config.graph_hops) else 0.0)
+        * specificity
         for memory_id, (negative_hops, specificity) in closest.items()
     }
     return {memory_id: score for memory_id, score in scores.items() if score > 0}
@@ -440,11 +361,11 @@ def _filtered(user, scope: _Scope, now, ids=None):
     )
 
 
-def _candidates(user, ids, scope: _Scope, now) -> dict[str, _Candidate]:
+def _candidates(user, ids, scope: _Scope, now) -> dict[str, Candidate]:
     # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
     memories = _filtered(user, scope, now, ids=ids)
     return {
-        str(pk): _Candidate(memory_type, importance, created_at, successor is not None)
+        str(pk): Candidate(memory_type, importance, created_at, successor is not None)
         for pk, memory_type, importance, created_at, successor in memories.values_list(*_CANDIDATE_COLUMNS)
     }
 
@@ -458,15 +379,11 @@ def _by_importance(user, limit, scope: _Scope, now) -> list[MemoryHit]:
     memories = _filtered(user, scope, now)
     hits = []
     for memory in memories.select_related("session").order_by("-importance", "-created_at")[:limit]:
-        hits.append(
-            MemoryHit(
-                memory, round(memory.importance, 6), {"importance": importance_weight(memory.importance)}
-            )
-        )
+        hits.append(MemoryHit(memory, round(memory.importance, 6), {"importance": memory.importance}))
     return hits
 
 
-def _text_match(user, query, scope: _Scope, now) -> dict[str, tuple[_Candidate, float]]:
+def _text_match(user, query, scope: _Scope, now) -> dict[str, tuple[Candidate, float]]:
     """Memories containing the query's terms, each with the share of terms it contains."""
     terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
     if not terms:
@@ -477,7 +394,7 @@ def _text_match(user, query, scope: _Scope, now) -> dict[str, tuple[_Candidate, 
     memories = _filtered(user, scope, now).filter(condition)[:500]
     return {
         str(pk): (
-            _Candidate(memory_type, importance, created_at, successor is not None),
+            Candidate(memory_type, importance, created_at, successor is not None),
             _text_overlap(query, content),
         )
         for pk, memory_type, importance, created_at, successor, content in memories.values_list(

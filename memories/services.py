@@ -49,6 +49,7 @@ from memories.models import (
     MemoryType,
     Relation,
 )
+from memories.scoring import working_priority
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +57,6 @@ logger = logging.getLogger(__name__)
 WORKING_MEMORY_TTL = timedelta(minutes=120)
 WORKING_MEMORY_CAPACITY = 10
 WORKING_MEMORY_TOKENS = 2000
-DECAY_FACTOR = 0.95
-DECAY_PERIOD_HOURS = 6
-DECAY_FLOOR = 0.1
 CONSOLIDATION_BOOST = 1.1
 MAX_ENTITIES_PER_MEMORY = 12
 # Facts and events feed the entity graph; working memory is too short-lived and perceptual notes describe files.
@@ -88,16 +86,6 @@ RESTORABLE_FIELDS = EDITABLE_FIELDS
 
 class MemoryRequestError(InputRejected):
     """A request the memory system refuses; the message says what to change."""
-
-
-def time_decay(age: timedelta) -> float:
-    """Hello-Agents' working-memory decay: 0.95 per 6 hours, never below 0.1."""
-    hours = max(age.total_seconds(), 0) / 3600
-    return max(DECAY_FLOOR, DECAY_FACTOR ** (hours / DECAY_PERIOD_HOURS))
-
-
-def working_priority(memory: Memory, now: datetime) -> float:
-    return memory.importance * time_decay(now - memory.created_at)
 
 
 def session_for_key(*, user: User, key: str) -> AgentSession:
@@ -641,7 +629,11 @@ def enforce_working_capacity(*, user: User, session: AgentSession | None) -> lis
         user=user, session=session, memory_type=MemoryType.WORKING, archived_at=None
     )
     expired = list(working.filter(expires_at__lte=now).values_list("pk", flat=True))
-    live = sorted(working.exclude(pk__in=expired), key=lambda m: working_priority(m, now), reverse=True)
+    live = sorted(
+        working.exclude(pk__in=expired),
+        key=lambda m: working_priority(m.importance, now - m.created_at),
+        reverse=True,
+    )
     evicted: list[UUID] = []
     tokens = sum(m.token_count for m in live)
     while live and (len(live) > WORKING_MEMORY_CAPACITY or tokens > WORKING_MEMORY_TOKENS):
@@ -1094,15 +1086,6 @@ def record_access(
             )
     except OperationalError as exc:
         logger.warning("search answered without recording its %d accesses: %s", len(memories), exc)
-
-
-def importance_weight(importance: float) -> float:
-    """Hello-Agents' importance weighting of a relevance score."""
-    return 0.8 + 0.4 * importance
-
-
-def recency_score(age: timedelta) -> float:
-    return 1.0 / (1.0 + max(age.total_seconds(), 0) / 86400)
 
 
 __all__ = [

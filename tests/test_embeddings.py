@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from core.embeddings import (
-    CJK_CUTOFF,
     Embedder,
     EmbeddingError,
     EmbeddingSet,
@@ -25,7 +24,7 @@ from core.embeddings import (
     check_model_type,
 )
 from core.model_files import LOCAL_MODELS, UnverifiedWeights, verified_paths
-from core.text import cjk_ratio, count_tokens
+from core.text import CJK, LATIN, cjk_ratio, count_tokens, script_of
 
 pytestmark = []  # no database, no Django settings: this module is Django-free
 
@@ -59,11 +58,10 @@ def best_match(embedding_set: EmbeddingSet, memories: dict[str, str], query: str
     for space, matrix in docs.items():
         cosines = matrix @ vectors[space]
         standard[space] = (cosines - cosines.mean()) / (cosines.std() or 1.0)
-    query_cjk = cjk_ratio(query) >= CJK_CUTOFF
     scores = []
     for row, text in enumerate(memories.values()):
-        weights = embedding_set.pair_weights(query_cjk, cjk_ratio(text) >= CJK_CUTOFF)
-        scores.append(sum(weight * float(standard[space][row]) for space, weight in weights.items()))
+        readers = embedding_set.readers(script_of(query), script_of(text))
+        scores.append(sum(float(standard[space][row]) for space in readers) / len(readers))
     return list(memories)[int(np.argmax(scores))]
 
 
@@ -250,22 +248,29 @@ def test_concurrent_first_calls_load_once_and_agree():
             np.testing.assert_allclose(result, results[0], atol=1e-5)
 
 
-def test_pair_weights_give_each_pair_to_the_models_that_read_it(local_set):
-    # Chinese to Chinese: MiniLM cannot read it; e5 can, with USE's share beside it.
-    assert local_set.pair_weights(True, True) == pytest.approx({"minilm": 0.0, "use": 0.15, "e5": 0.85})
-    # Across the languages only USE compares: MiniLM reads no Chinese, e5 prefers its own language.
-    assert local_set.pair_weights(False, True) == {"minilm": 0.0, "use": 1.0, "e5": 0.0}
-    assert local_set.pair_weights(True, False) == {"minilm": 0.0, "use": 1.0, "e5": 0.0}
-    assert local_set.pair_weights(False, False) == pytest.approx({"minilm": 0.425, "use": 0.15, "e5": 0.425})
-    # In a store where half the likely answers are Chinese, the script-bound models' say over English texts halves.
-    assert local_set.pair_weights(False, False, 0.5) == pytest.approx(
-        {"minilm": 0.2125, "use": 0.575, "e5": 0.2125}
+def test_each_pair_is_read_by_the_models_that_read_both_its_languages():
+    every = build_embedding_set("minilm+use+e5+bge_zh+bge_en")
+    # Chinese to Chinese: the English models cannot read it; the multilingual and the Chinese ones can.
+    assert every.readers(CJK, CJK) == ["use", "e5", "bge_zh"]
+    # Across the languages only the cross-lingual model compares: e5 prefers its own language.
+    assert every.readers(LATIN, CJK) == ["use"] and every.readers(CJK, LATIN) == ["use"]
+    assert every.readers(LATIN, LATIN) == ["minilm", "use", "e5", "bge_en"]
+    assert every.pair_weights(LATIN, CJK, 0.85) == {
+        "minilm": 0.0,
+        "use": 1.0,
+        "e5": 0.0,
+        "bge_zh": 0.0,
+        "bge_en": 0.0,
+    }
+    # Within a script, the script-bound readers share the given part and the cross-lingual one the rest.
+    assert every.pair_weights(CJK, CJK, 0.8) == pytest.approx(
+        {"minilm": 0.0, "use": 0.2, "e5": 0.4, "bge_zh": 0.4, "bge_en": 0.0}
     )
 
 
-def test_single_model_sets_weigh_their_one_space():
-    assert build_embedding_set("minilm").pair_weights(True, True) == {"minilm": 1.0}
-    assert build_embedding_set("use").pair_weights(False, False) == {"use": 1.0}
+def test_a_set_of_one_model_lets_it_rank_every_pair_as_best_it_can():
+    assert build_embedding_set("minilm").readers(CJK, CJK) == ["minilm"]
+    assert build_embedding_set("use").pair_weights(LATIN, LATIN, 0.85) == {"use": 1.0}
 
 
 def test_cjk_ratio():
@@ -547,11 +552,11 @@ def test_the_readme_lists_every_local_model_with_its_package_licence_and_size():
         assert f"{model.size / 1e6:.1f} MB" in row, model.name
 
 
-def test_e5_is_script_bound_in_the_pair_weights(e5):
+def test_e5_is_script_bound(e5):
     both = EmbeddingSet([UniversalSentenceEncoder(), e5], label="use+e5")
     # An English query and a Chinese memory: only USE compares across the two languages.
-    assert both.pair_weights(False, True) == {"use": 1.0, "e5": 0.0}
-    assert both.pair_weights(True, True) == pytest.approx({"use": 0.15, "e5": 0.85})
+    assert both.readers(LATIN, CJK) == ["use"]
+    assert both.readers(CJK, CJK) == ["use", "e5"]
 
 
 @pytest.mark.parametrize(
@@ -587,13 +592,13 @@ def test_use_loads_from_an_operators_copy(tmp_path, monkeypatch):
 
 
 def test_a_space_is_asked_about_a_query_where_fusion_weighs_it():
-    # The default set: MiniLM has no say on a Chinese query (USE and e5 read it), every space on an English one.
+    # MiniLM has no say on a Chinese query (USE reads it), every space on an English one.
     local = EmbeddingSet([MiniLMEmbedder(), UniversalSentenceEncoder()])
-    assert local.spaces_reading(query_cjk=True) == ["use"]
-    assert local.spaces_reading(query_cjk=False) == ["minilm", "use"]
+    assert local.spaces_reading(CJK) == ["use"]
+    assert local.spaces_reading(LATIN) == ["minilm", "use"]
     # Alone, an English-only model still ranks a Chinese query: it is all there is.
     alone = EmbeddingSet([MiniLMEmbedder()])
-    assert alone.spaces_reading(query_cjk=True) == ["minilm"]
+    assert alone.spaces_reading(CJK) == ["minilm"]
 
 
 def test_a_new_text_is_embedded_in_every_space_at_once():
@@ -615,3 +620,22 @@ def test_a_new_text_is_embedded_in_every_space_at_once():
     embedding_set = EmbeddingSet([Waiting("a"), Waiting("b"), Waiting("c")])
     vectors = embedding_set.embed_documents(["one text", "another"])
     assert {name: rows.shape for name, rows in vectors.items()} == {name: (2, 4) for name in "abc"}
+
+
+def test_a_query_asked_again_is_not_embedded_again():
+    class Counting(UniversalSentenceEncoder):
+        calls = 0
+
+        def _embed_query(self, texts):
+            Counting.calls += 1
+            return super()._embed_query(texts)
+
+    embedder = Counting()
+    first = embedder.embed_query("Where does Mireille keep her bicycle?")
+    again = embedder.embed_query("Where does Mireille keep her bicycle?")
+    other = embedder.embed_query("Where does Mireille keep her kayak?")
+    assert Counting.calls == 2
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    with pytest.raises(ValueError):  # shared by every caller: nobody may change it in place
+        first[0] = 0.0

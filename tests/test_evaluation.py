@@ -6,6 +6,8 @@ memory, which takes it out of search. A no-answer question returns nothing for s
 to return (a namespace without documents); one that quotes a memory returns something for sure.
 """
 
+from dataclasses import replace
+
 import pytest
 from django.core.management import call_command, execute_from_command_line
 from django.core.management.base import CommandError
@@ -13,6 +15,7 @@ from django.urls import reverse
 
 from console import evaluation, metrics
 from console.models import EvaluationRun, GoldenQuestion
+from core import ranking
 from core.services import api_key_create
 from knowledge.models import Chunk
 from knowledge.services import document_create_from_text
@@ -141,7 +144,7 @@ def test_a_run_scores_a_hand_made_case_exactly(user, memories):
     assert by_question[empty.pk]["returned"] == 0
     assert by_question[quoted.pk]["returned"] >= 1
     assert run.settings["embedding"].startswith("local:")
-    assert run.settings["fusion"]  # whatever constants core.hybrid has now
+    assert run.settings["ranking"] == ranking.RANKING.snapshot()  # every number of the ranking, whole
     assert run.settings["limit"] == 10
 
 
@@ -276,9 +279,9 @@ def test_runs_are_kept_newest_first_and_show_the_difference(user, memories, logg
 def test_a_change_of_settings_is_flagged(user, memories, monkeypatch):
     three_questions(user, memories)
     evaluation.evaluation_run(user=user)
-    monkeypatch.setattr("core.hybrid.LEXICAL_WEIGHT", 1.5)
+    monkeypatch.setattr("core.ranking.RANKING", replace(ranking.RANKING, recency_weight=0.7))
     run = evaluation.evaluation_run(user=user)
-    assert run.settings["fusion"]["LEXICAL_WEIGHT"] == 1.5
+    assert run.settings["ranking"]["recency_weight"] == 0.7
     assert evaluation.run_view(run, run.previous()).settings_changed
 
 

@@ -103,11 +103,15 @@ def test_an_english_question_finds_a_chinese_memory(user):
     assert "dense_minilm" not in hit.scores and "dense_e5" not in hit.scores
 
 
-def test_scores_stay_within_zero_and_one_and_explain_each_part(user):
+def test_every_hit_explains_each_part_of_its_score(user):
+    from memories.retrieval import SCORE_PARTS
+
     add(user, "The user cycles to the office every morning.", "The user likes jazz.")
-    for hit in search_memories(user=user, query="cycling to the office").hits:
-        assert 0.0 <= hit.score <= 1.0
+    hits = search_memories(user=user, query="cycling to the office").hits
+    assert hits
+    for hit in hits:
         assert {"dense", "lexical", "fused", "graph", "importance", "recency"} <= set(hit.scores)
+        assert {"dense", "lexical", "fused", "graph", "importance", "recency"} <= set(SCORE_PARTS)
         assert 0.0 <= hit.scores["lexical"] <= 1.0
 
 
@@ -193,10 +197,11 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
     assert chunk_point.payload[hybrid.CJK] is False
 
 
-def test_resync_rebuild_refills_a_store_built_for_other_embedders(user):
+def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypatch):
     import pytest
     from django.core.management import call_command
 
+    from console.management.commands import resync_mirrors
     from core import hybrid, stores
     from core.vectorstore import CollectionSpec, VectorStoreConfigError
     from memories import mirror
@@ -208,80 +213,152 @@ def test_resync_rebuild_refills_a_store_built_for_other_embedders(user):
     with pytest.raises(VectorStoreConfigError, match="resync_mirrors --rebuild"):
         stores.collection_store(mirror.COLLECTION)
     [memory] = add(user, "The user works as a data engineer at Acme.")
+    add(user, "Tomek keeps bees on the roof.", "Ola repairs old radios.")
     memory.refresh_from_db()
     assert memory.mirror_state != "synced"  # the row is kept, for the rebuild to mirror
 
+    monkeypatch.setattr(resync_mirrors, "BATCH", 2)
     out = io.StringIO()
     call_command("resync_mirrors", "--rebuild", stdout=out)
-    assert "Re-mirrored 1 memories" in out.getvalue()
+    # It says how far it is as it goes, and loses no memory.
+    assert "2 of 3 memories re-embedded" in out.getvalue() and "3 of 3 memories re-embedded" in out.getvalue()
+    assert "Re-mirrored 3 memories" in out.getvalue()
     assert top(user, "Where does the user work?") == ["The user works as a data engineer at Acme."]
 
 
-def test_a_candidate_one_space_missed_is_not_above_the_floor_by_that_spaces_last_hit():
+def signals(query, rankings, cjk=None, terms=None, frequency=None, total=None):
+    """Hand-made Signals: `cjk` lists the Chinese texts, `terms` each text's term ids."""
     from core import hybrid
 
-    terms = {"common": "1", "rare": "2"}
-    signals = hybrid.Signals(
-        query="common rare",
-        rankings={
-            "minilm": [("a", 0.6), ("b", 0.5)],
-            "use": [("a", 0.4), ("b", 0.3)],
-            hybrid.LEXICAL: [("c", 0.4)],
-        },
+    points = {point for ranking in rankings.values() for point, _ in ranking}
+    return hybrid.Signals(
+        query=query,
+        rankings=rankings,
         payloads={
-            "a": {hybrid.TERMS: [], hybrid.CJK: False},
-            "b": {hybrid.TERMS: [], hybrid.CJK: False},
-            "c": {hybrid.TERMS: [terms["common"]], hybrid.CJK: False},
+            point: {hybrid.TERMS: (terms or {}).get(point, []), hybrid.CJK: point in (cjk or ())}
+            for point in points
         },
-        term_frequency={terms["common"]: 3, terms["rare"]: 0},
+        term_frequency=frequency or {},
+        total=total if total is not None else len(points),
+    )
+
+
+def test_fusion_is_the_mean_of_each_readers_z_score_plus_the_bounded_lexical_part():
+    from core import hybrid
+    from core.ranking import RankingConfig
+
+    config = RankingConfig(lexical_weight=2.0, lexical_power=1.0, floor=0.0)
+    found = signals(
+        "cello lessons",
+        {"minilm": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "use": [("a", 0.4), ("b", 0.4), ("c", 0.1)]},
+        terms={"a": ["1"]},
+        frequency={"1": 1, "2": 3},
         total=3,
     )
-    evidence = hybrid.fuse([signals], limit=50).evidence
-    assert evidence["a"].above_floor and evidence["b"].above_floor
-    # c holds only the common word (coverage under the floor) and no dense space returned it: though it is
-    # ranked below b in each, b's similarities (above the floors) must not make it "related".
-    assert evidence["c"].coverage < hybrid.COVERAGE_FLOOR
-    assert not evidence["c"].above_floor
-    assert evidence["a"].relevance > evidence["c"].relevance
+    evidence = hybrid.fuse([found], config).evidence
+    # minilm: mean 0.5, sd sqrt(0.32/3) -> z(a) = 0.4 / 0.3266; use: mean 0.3, sd sqrt(0.06/3) -> z(a) = 0.1 / 0.1414.
+    z_minilm, z_use = 0.4 / math.sqrt(0.32 / 3), 0.1 / math.sqrt(0.06 / 3)
+    idf = {t: math.log(1 + (3 - n + 0.5) / (n + 0.5)) for t, n in {"1": 1, "2": 3}.items()}
+    coverage = idf["1"] / (idf["1"] + idf["2"])
+    assert evidence["a"].dense == round((z_minilm + z_use) / 2, 4)
+    assert evidence["a"].coverage == round(coverage, 4)
+    assert evidence["a"].relevance == round((z_minilm + z_use) / 2 + 2.0 * coverage, 4)
+    # c stands below the mean of both: negative, and under a floor of 0.
+    assert evidence["c"].relevance < 0 and not evidence["c"].above_floor
 
 
-def test_two_strong_candidates_keep_their_order_above_the_crowd():
+def test_a_rare_word_shared_with_an_unrelated_text_does_not_outrank_a_twice_as_similar_paraphrase():
     from core import hybrid
+    from core.ranking import RANKING
 
-    weak = [(f"w{i}", 0.1) for i in range(30)]
-    signals = hybrid.Signals(
-        query="cello",
-        rankings={"minilm": [("a", 0.9), ("b", 0.8), *weak], "use": [("a", 0.5), ("b", 0.45), *weak]},
-        payloads={point: {hybrid.TERMS: [], hybrid.CJK: False} for point in ["a", "b", *dict(weak)]},
-        term_frequency={},
-        total=32,
+    # "wrong" shares the query's rarest word (four fifths of its IDF weight) and has half the similarity of the
+    # paraphrase, which shares no word with the query. The crowd: twenty texts sharing nothing.
+    crowd = [(f"t{i}", 0.15 + 0.01 * (i % 5)) for i in range(20)]
+    found = signals(
+        "Who does Maren report to these days?",
+        {name: [("paraphrase", 0.62), ("wrong", 0.31), *crowd] for name in ("minilm", "use", "e5")},
+        terms={"wrong": ["7"]},
+        frequency={"7": 1, "8": 22},
+        total=22,
     )
-    evidence = hybrid.fuse([signals], limit=50).evidence
-    # Both stand far above the others; scaling must not clip them to one tie the small bonuses then decide.
-    assert evidence["a"].relevance == 1.0
-    assert 0.8 < evidence["b"].relevance < 0.97
+    evidence = hybrid.fuse([found], RANKING).evidence
+    assert evidence["wrong"].coverage > 0.75
+    assert evidence["paraphrase"].relevance > evidence["wrong"].relevance
 
 
-def test_e5_calls_related_only_a_text_that_stands_out_above_its_floor():
+def test_a_text_a_space_did_not_return_counts_at_that_spaces_last_hit():
     from core import hybrid
-    from core.embeddings import E5_NOISE_FLOOR
+    from core.ranking import RankingConfig
 
-    def related(e5_ranking):
-        signals = hybrid.Signals(
-            query="前端工程师",
-            rankings={"e5": e5_ranking},
-            payloads={point: {hybrid.TERMS: [], hybrid.CJK: True} for point, _ in e5_ranking},
-            term_frequency={},
-            total=len(e5_ranking),
-        )
-        return {
-            point for point, item in hybrid.fuse([signals], limit=50).evidence.items() if item.above_floor
-        }
+    found = signals("x", {"minilm": [("a", 0.8), ("b", 0.6)], "use": [("a", 0.5), ("b", 0.3), ("c", 0.2)]})
+    evidence = hybrid.fuse([found], RankingConfig(lexical_weight=0.0)).evidence
+    # minilm did not return c: it counts at minilm's last hit (0.6), b's score, so c's minilm z equals b's.
+    assert evidence["c"].similarities["minilm"] == 0.6
+    assert evidence["b"].relevance > evidence["c"].relevance
 
-    crowd = [*((f"m{i}", E5_NOISE_FLOOR + 0.02) for i in range(9)), ("far", E5_NOISE_FLOOR - 0.23)]
-    # Nine texts over e5's floor and none apart from the others: e5's cosines crowd there for unrelated texts.
-    assert related(crowd) == set()
-    assert related([("answer", E5_NOISE_FLOOR + 0.09), *crowd]) == {"answer"}
+
+def test_each_text_is_scored_only_by_the_models_that_read_both_languages():
+    from core import hybrid
+    from core.ranking import RankingConfig
+
+    found = signals(
+        "How does the user commute?",
+        {
+            "minilm": [("en", 0.7), ("zh", 0.9)],  # MiniLM's cosine with a Chinese text is noise
+            "use": [("en", 0.4), ("zh", 0.5), ("other", 0.1)],
+            "e5": [("en", 0.85), ("zh", 0.95)],
+        },
+        cjk={"zh"},
+    )
+    evidence = hybrid.fuse([found], RankingConfig(lexical_weight=0.0)).evidence
+    assert set(evidence["zh"].similarities) == {"use"}  # only the cross-lingual model reads the pair
+    assert set(evidence["en"].similarities) == {"minilm", "use", "e5"}
+
+
+def test_words_shared_with_same_script_texts_count_as_far_as_the_answers_are_in_that_script():
+    from core import hybrid
+    from core.ranking import RankingConfig
+
+    config = RankingConfig(lexical_weight=4.0, lexical_power=1.0, script_share_depth=4)
+    rankings = {"use": [("zh1", 0.6), ("zh2", 0.5), ("zh3", 0.45), ("en", 0.3)], "minilm": [("en", 0.5)]}
+    found = signals("Where does Wen swim?", rankings, cjk={"zh1", "zh2", "zh3"}, terms={"en": ["5"]},
+                    frequency={"5": 1}, total=4)  # fmt: skip
+    evidence = hybrid.fuse([found], config).evidence
+    # One of USE's first four hits is in the query's script: the lexical part counts a quarter.
+    assert evidence["en"].coverage == 1.0
+    dense = evidence["en"].dense
+    assert evidence["en"].relevance == round(dense + 4.0 * 0.25, 4)
+
+
+def test_the_plain_sum_is_the_sum_of_each_reading_models_population_z_scores():
+    import numpy as np
+
+    from core import hybrid
+    from core.text import CJK, LATIN
+
+    cosines = {"m1": [0.2, 0.4, 0.9], "m2": [0.5, 0.5, 0.8], "zh_only": [0.9, 0.1, 0.1]}
+    reads = {"m1": frozenset({LATIN}), "m2": frozenset({LATIN, CJK}), "zh_only": frozenset({CJK})}
+    total = hybrid.plain_sum(cosines, LATIN, reads)
+    # m1: mean 0.5, sd sqrt(0.26/3); m2: mean 0.6, sd sqrt(0.06/3); zh_only reads no English query.
+    m1 = (np.array([0.2, 0.4, 0.9]) - 0.5) / math.sqrt(0.26 / 3)
+    m2 = (np.array([0.5, 0.5, 0.8]) - 0.6) / math.sqrt(0.06 / 3)
+    np.testing.assert_allclose(total, m1 + m2)
+    # A Chinese query leaves the English-only model out and counts the Chinese one.
+    np.testing.assert_allclose(
+        hybrid.plain_sum(cosines, CJK, reads)[0], m2[0] + (0.9 - 0.3667) / 0.3771, atol=1e-3
+    )
+
+
+def test_the_score_explanations_are_written_from_the_configuration():
+    from dataclasses import replace
+
+    from core.ranking import RANKING
+    from memories.retrieval import score_parts
+
+    changed = replace(RANKING, graph_weight=0.75, floor=1.25)
+    assert "0.75 σ" in score_parts(changed)["graph"]
+    assert "under 1.25 σ nothing is returned" in score_parts(changed)["fused"]
+    assert score_parts(changed) != score_parts(RANKING)
 
 
 def test_a_chinese_question_counts_words_not_the_bigrams_between_them(user):

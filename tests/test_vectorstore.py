@@ -193,6 +193,15 @@ def test_retrieve_keeps_request_order_and_omits_missing(filled: VectorStore) -> 
     assert hits[0].payload["memory_type"] == "semantic"
 
 
+def test_dense_vectors_returns_each_stored_vector_and_omits_missing(filled: VectorStore) -> None:
+    vectors = filled.dense_vectors("memories", [C, str(uuid.uuid4()), A], using="dense")
+
+    assert set(vectors) == {C, A}
+    # Cosine collections store unit vectors: [1, 1, 0, 0] comes back normalised.
+    assert vectors[C] == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2), 0, 0], abs=1e-6)
+    assert vectors[A] == pytest.approx([1, 0, 0, 0], abs=1e-6)
+
+
 def test_upserting_the_same_id_twice_replaces_the_point(filled: VectorStore) -> None:
     filled.upsert("memories", [point(A, [0, 0, 0, 1], user_id="42", memory_type="semantic")])
     filled.upsert("memories", [point(A, [0, 0, 0, 1], user_id="42", memory_type="semantic")])

@@ -347,6 +347,11 @@ class VectorStore(ABC):
         """Points by id in the order asked, with payload and score 0.0; missing ids are omitted."""
 
     @abstractmethod
+    def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
+        """The stored dense vector of space `using` for each of `ids` that exists (benchmarks compare every
+        point with a query: the plain-sum baseline of bench/retrieval_eval.py)."""
+
+    @abstractmethod
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
         """Every point id in the collection (matching `where`): for repairing drift against the database."""
 

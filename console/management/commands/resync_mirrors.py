@@ -58,6 +58,9 @@ class Command(BaseCommand):
         try:
             for start in range(0, len(ids), BATCH):
                 mirror.sync_memories(ids[start : start + BATCH])
+                done = min(start + BATCH, len(ids))
+                if len(ids) > BATCH:  # a rebuild of a large store takes minutes: say how far it is
+                    self.stdout.write(f"  {done:,} of {len(ids):,} memories re-embedded")
             orphans = self._orphans() + self._chunk_orphans()
             chunk_ids = self._chunks() if all else []
         except VectorStoreError as exc:
