@@ -99,6 +99,11 @@ TEMPLATES = [
 ]
 
 # --- Relational store (the source of truth) ---------------------------------------------------------------
+# SQLite has one write lock: this process's writers queue for it in turn (core/sqlite/base.py) and wait at most this
+# long before "database is locked". Write transactions are short (a single add some milliseconds, the rows of a bulk
+# of 200 a fraction of a second; the model work runs outside them), but a writer can queue behind every request
+# thread's transaction, each slowed by the others on two cores.
+SQLITE_BUSY_SECONDS = env_float("MNEMO_SQLITE_BUSY_SECONDS", 30.0, minimum=1.0)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     if not DATABASE_URL.startswith(("postgres://", "postgresql://", "sqlite://")):
@@ -117,13 +122,14 @@ else:
     (DATA_DIR / "mnemo.sqlite3").touch(mode=0o600, exist_ok=True)
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": "core.sqlite",  # Django's, with a fair queue for the write lock (core/sqlite/base.py)
             # django-stubs types NAME as str; Django takes a Path (its own startproject template writes one).
             "NAME": DATA_DIR / "mnemo.sqlite3",  # type: ignore[typeddict-item]
             "OPTIONS": {
                 # WAL lets page reads run while the background pool writes; IMMEDIATE avoids
                 # "database is locked" upgrades from read to write transactions.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                f"PRAGMA busy_timeout={int(SQLITE_BUSY_SECONDS * 1000)};",
                 "transaction_mode": "IMMEDIATE",
             },
         }
