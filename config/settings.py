@@ -272,6 +272,11 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"
 MNEMO_MAX_UPLOAD_MB = env_int("MNEMO_MAX_UPLOAD_MB", 50, minimum=1)
+# Writes (uploads, memories, ingestion, the vector optimizer's copy) leave at least this much of the data folder's
+# disk free (core/disk.py): past it they are refused with 507 or paused, and the health check turns 503. The
+# embedded vector store grows sparse files that it maps into memory: a write into one on a full disk kills the
+# server (SIGBUS), so keep the reserve above what the store may touch at once (its files grow in 32 MB pieces).
+MNEMO_DISK_RESERVE_MB = env_int("MNEMO_DISK_RESERVE_MB", 256, minimum=0)
 # Each upload is converted in a child process with this much time and added memory; past either, the document
 # fails with the reason and the server carries on. Under 15 minutes, after which a silent document counts as stalled.
 MNEMO_CONVERT_SECONDS = env_int("MNEMO_CONVERT_SECONDS", 300, minimum=5, maximum=840)

@@ -34,6 +34,7 @@ def vector_store() -> "VectorStore":
 
 @cache
 def _vector_store() -> "VectorStore":
+    from core.disk import require_vector_room
     from core.vectorstore import open_vector_store
 
     return open_vector_store(
@@ -42,6 +43,7 @@ def _vector_store() -> "VectorStore":
         api_key=settings.QDRANT_API_KEY,
         timeout=settings.QDRANT_TIMEOUT,
         prefix=settings.QDRANT_COLLECTION,
+        before_growth=require_vector_room,
     )
 
 

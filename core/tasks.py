@@ -16,13 +16,18 @@ def ping(value: str) -> dict:
 def optimize_vectors_when_quiet() -> str:
     """Embedded store: start optimizing a largely unindexed collection in the background once searches and
     writes have paused (core/vectorstore/optimizer.py). A Qdrant server optimizes by itself."""
+    from core.disk import disk_space
     from core.vectorstore.edge import EdgeVectorStore
     from core.vectorstore.optimizer import start_when_due
 
     store = stores.vector_store()
     if not isinstance(store, EdgeVectorStore):
         return "not embedded"
-    started = start_when_due(store, quiet_seconds=settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS)
+    started = start_when_due(
+        store,
+        quiet_seconds=settings.MNEMO_VECTOR_OPTIMIZE_QUIET_SECONDS,
+        spare_bytes=disk_space().spare,
+    )
     return "started" if started else "nothing to do now"
 
 

@@ -20,11 +20,12 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from core import hybrid, privacy, stores
+from core import disk, hybrid, privacy, stores
 from core.dispatch import dispatch_on_commit
 from core.embeddings import EmbeddingError
 from core.errors import RequestRefused
 from core.models import MirrorState
+from core.text import without_paths
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import (
@@ -47,6 +48,8 @@ ACTIVE_STATES = (
     DocumentStatus.CHUNKING,
     DocumentStatus.EMBEDDING,
 )
+# What a user may start again (a stalled document too: is_stalled).
+RETRIABLE = (DocumentStatus.FAILED, DocumentStatus.CANCELLED, DocumentStatus.PAUSED)
 # Ingestion touches its row at every step and embedding batch; an active document whose row has not moved for
 # this long has no worker any more (the process was killed or crashed) and is started again.
 STALLED_AFTER = timedelta(minutes=15)
@@ -111,6 +114,7 @@ def document_create(
         raise KnowledgeError(
             f"{name} is larger than the {settings.MNEMO_MAX_UPLOAD_MB} MB limit (MNEMO_MAX_UPLOAD_MB)", 413
         )
+    disk.require_space(size, name)
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in SUPPORTED:
         raise KnowledgeError(
@@ -129,7 +133,7 @@ def document_create(
     sha256 = digest.hexdigest()
     existing = Document.objects.filter(user=user, namespace=namespace, sha256=sha256).first()
     if existing is not None:
-        if existing.status in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) or is_stalled(existing):
+        if existing.status in RETRIABLE or is_stalled(existing):
             document_retry(document=existing, background=background)
         return Accepted(existing, created=False)
     file.seek(0)
@@ -191,14 +195,16 @@ def is_stalled(document: Document) -> bool:
 
 
 def document_retry(*, document: Document, background: bool = True) -> Document:
-    """Start a failed, cancelled or stalled document again."""
-    if document.status not in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) and not is_stalled(document):
+    """Start a failed, cancelled, paused or stalled document again."""
+    if document.status not in RETRIABLE and not is_stalled(document):
         why = f"this one is {document.status}"
         if document.status in ACTIVE_STATES:
             why += f" and still moving; one that stops for {STALLED_AFTER.seconds // 60} minutes is stalled"
-        raise KnowledgeError(f"only failed, cancelled or stalled documents can be retried ({why})", 409)
+        raise KnowledgeError(
+            f"only failed, cancelled, paused or stalled documents can be retried ({why})", 409
+        )
     Document.objects.filter(pk=document.pk).update(
-        status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
+        status=DocumentStatus.QUEUED, progress=0, error="", space_needed=0, updated_at=timezone.now()
     )
     _start(document, background)
     document.refresh_from_db()
@@ -221,6 +227,24 @@ def documents_resume_stalled(*, stalled_after: timedelta = STALLED_AFTER) -> lis
             logger.warning("resuming document %s, left %s by a stopped worker", document.pk, document.status)
             _start(document, background=True)
             resumed.append(str(document.pk))
+    return resumed
+
+
+def documents_resume_paused() -> list[str]:
+    """Start again every document paused for disk space that now fits (the resume sweep calls it); their ids."""
+    resumed = []
+    spare = disk.disk_space().spare
+    for document in Document.objects.filter(status=DocumentStatus.PAUSED).order_by("updated_at"):
+        if document.space_needed > spare:
+            continue
+        claimed = Document.objects.filter(pk=document.pk, status=DocumentStatus.PAUSED).update(
+            status=DocumentStatus.QUEUED, progress=0, error="", space_needed=0, updated_at=timezone.now()
+        )
+        if claimed:
+            logger.info("resuming document %s: the disk has room for it again", document.pk)
+            _start(document, background=True)
+            resumed.append(str(document.pk))
+            spare -= document.space_needed
     return resumed
 
 
@@ -277,16 +301,12 @@ def ingest(document_id: str) -> Document | None:
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
         return document
     try:
+        disk.require_space(
+            0, document.original_name
+        )  # no conversion for nothing when the disk is full already
         _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="")
         converted = _convert(document)
         screened = privacy.screen_for(document.user, converted.markdown, document.original_name)
-        _set(
-            document_id,
-            status=DocumentStatus.CHUNKING,
-            progress=25,
-            markdown=screened.text,
-            privacy_findings=screened.record(),
-        )
         specs = chunk_paragraphs(
             split_paragraphs(screened.text),
             chunk_size=document.chunk_size,
@@ -294,12 +314,25 @@ def ingest(document_id: str) -> Document | None:
         )
         if not specs:
             raise ConversionError(f"No text could be extracted from {document.original_name}")
+        # Before anything is written: the text, the chunks and their points must leave the reserve free.
+        needed = len(screened.text.encode("utf-8")) * disk.TEXT_COPIES
+        disk.require_space(needed + disk.texts_bytes([spec.text for spec in specs]), document.original_name)
+        _set(
+            document_id,
+            status=DocumentStatus.CHUNKING,
+            progress=25,
+            markdown=screened.text,
+            privacy_findings=screened.record(),
+        )
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
         vectors = _embed(document_id, [spec.text for spec in specs])
         _store(document, specs, vectors)
     except Cancelled:
         _cleanup(document)
         logger.info("ingestion of %s cancelled", document_id)
+    except disk.DiskFull as exc:
+        _cleanup(document)
+        _pause(document_id, exc)
     except (ConversionError, EmbeddingError, VectorStoreError, ValueError) as exc:
         _cleanup(document)
         _fail(document_id, str(exc) or exc.__class__.__name__)
@@ -435,7 +468,19 @@ def _cleanup(document: Document) -> None:
         logger.warning("could not remove vectors of %s: %s", document.pk, exc)
 
 
-def _fail(document_id: str, reason: str) -> None:
+def _pause(document_id: str, full: disk.DiskFull) -> None:
+    logger.warning("ingestion of %s paused: %s", document_id, full)
     Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
-        status=DocumentStatus.FAILED, error=reason[:2000]
+        status=DocumentStatus.PAUSED,
+        progress=0,
+        markdown="",
+        space_needed=full.needed,
+        error=f"Paused: {full} It starts again by itself once there is room.",
+    )
+
+
+def _fail(document_id: str, reason: str) -> None:
+    # The reason is shown to the user: a store's error may name the server's folders.
+    Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
+        status=DocumentStatus.FAILED, error=without_paths(reason)[:2000]
     )

@@ -20,7 +20,7 @@ from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
 from django.utils import timezone
 
-from core import privacy
+from core import disk, privacy
 from core.cpu_slots import uses_cpu
 from core.dispatch import dispatch_on_commit
 from core.limits import (
@@ -259,6 +259,8 @@ def memory_write(
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
     Working memory then evicts by priority to keep its per-session capacity."""
+    file_size = getattr(detail.get("file"), "size", None) or 0
+    disk.require_space(disk.texts_bytes([content]) + file_size, "this memory")
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
     # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
     # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
@@ -522,6 +524,7 @@ def memory_bulk_create(
     for (a bulk of 200 once held it for tens of seconds under load, and the others gave up at the busy
     timeout): checking, embedding and reading the texts for entities need no database and run before it; the
     memories' entity links, derived from the stored rows, are written after it, one memory per transaction."""
+    disk.require_space(disk.texts_bytes([item.content for item in items]), f"these {len(items)} memories")
     memories = []
     for position, item in enumerate(items):
         try:

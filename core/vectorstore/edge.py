@@ -21,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -273,8 +273,13 @@ class EdgeVectorStore(VectorStore):
 
     backend = "qdrant-edge"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, before_growth: Callable[[], None] | None = None) -> None:
+        """`before_growth` is called before every write that can grow the store's files (an upsert, a new
+        collection) and may raise to refuse it: the store maps its files into memory, and a write into a page
+        the disk cannot back kills the process (SIGBUS). Deletes are let through, so data can still be removed
+        to make room."""
         self.path = Path(path).expanduser().resolve()
+        self._before_growth = before_growth or (lambda: None)
         self._root: _OpenRoot | None = None
         self._lock = threading.Lock()
 
@@ -286,6 +291,8 @@ class EdgeVectorStore(VectorStore):
         existing = _read_shard_config(directory)
         if existing is not None and (problem := config_mismatch(spec.name, spec, *existing)):
             raise VectorStoreConfigError(problem)
+        if existing is None:
+            self._before_growth()
         entry = root.shard(spec.name, create=_edge_config(spec))
         wanted = {name: qe.PayloadSchemaType.Keyword for name in spec.keyword_fields}
         wanted |= {name: qe.PayloadSchemaType.Float for name in spec.float_fields}
@@ -334,6 +341,11 @@ class EdgeVectorStore(VectorStore):
         with self._errors(collection, "read shard info"), entry.reading() as shard:
             info = shard.info()
         return info.points_count, info.indexed_vectors_count, info.segments_count
+
+    def collection_bytes(self, collection: str) -> int:
+        """The size of the collection's files, holes of sparse files included (what a copy of it writes)."""
+        directory = self.path / _checked_name(collection)
+        return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
     def vector_names(self, collection: str) -> tuple[int, int]:
         """How many dense and sparse named vectors each point of `collection` may carry."""
@@ -419,6 +431,7 @@ class EdgeVectorStore(VectorStore):
         self.forget_counts(collection)
         if not points:
             return
+        self._before_growth()
         edge_points = [qe.Point(p.id, _edge_vectors(p), dict(p.payload)) for p in points]
         entry = self._entry(collection)
         with self._errors(collection, "upsert points"):
