@@ -179,6 +179,9 @@ if LLM_BASE_URL and not LLM_MODEL:
 # --- Background work: in-process pool by default, Celery when a broker is set ---------------------------------
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp", "amqps"))
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+# Nothing reads a task's result (core.ping aside): publishing one would also subscribe to the result backend,
+# which with Redis down retried 20 times (19 s) in the publishing thread.
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -4,9 +4,10 @@ from django.conf import settings
 from core import stores
 
 
-@shared_task(name="core.ping")
+@shared_task(name="core.ping", ignore_result=False)
 def ping(value: str) -> dict:
-    """A task with no side effects that says which process ran it: proves the worker path end to end."""
+    """A task with no side effects that says which process ran it: proves the worker path end to end (its
+    result is kept, unlike the other tasks', for the caller to read)."""
     import os
 
     return {"pong": value, "pid": os.getpid()}
