@@ -284,6 +284,9 @@ MNEMO_DISK_RESERVE_MB = env_int("MNEMO_DISK_RESERVE_MB", 256, minimum=0)
 # fails with the reason and the server carries on. Under 15 minutes, after which a silent document counts as stalled.
 MNEMO_CONVERT_SECONDS = env_int("MNEMO_CONVERT_SECONDS", 300, minimum=5, maximum=840)
 MNEMO_CONVERT_MEMORY_MB = env_int("MNEMO_CONVERT_MEMORY_MB", 2048, minimum=256)
+# Documents of one user converted at once: the others wait their turn without holding a worker, so one user's
+# files (a slow or hostile one takes minutes) never take every worker from everyone else's.
+MNEMO_CONVERSIONS_PER_USER = env_int("MNEMO_CONVERSIONS_PER_USER", 1, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 STORAGES = {

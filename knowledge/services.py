@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import disk, hybrid, privacy, stores
-from core.dispatch import dispatch_on_commit
+from core.dispatch import dispatch_later, dispatch_on_commit
 from core.embeddings import EmbeddingError
 from core.errors import RequestRefused
 from core.models import MirrorState
@@ -301,10 +301,10 @@ def ingest(document_id: str) -> Document | None:
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
         return document
     try:
-        disk.require_space(
-            0, document.original_name
-        )  # no conversion for nothing when the disk is full already
-        _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="")
+        # No conversion for nothing when the disk is past its reserve already.
+        disk.require_space(0, document.original_name)
+        if not _claim_conversion(document):
+            return _wait_for_turn(document)
         converted = _convert(document)
         screened = privacy.screen_for(document.user, converted.markdown, document.original_name)
         specs = chunk_paragraphs(
@@ -340,6 +340,42 @@ def ingest(document_id: str) -> Document | None:
         logger.exception("ingestion of %s failed", document_id)
         _cleanup(document)
         _fail(document_id, f"unexpected error: {exc.__class__.__name__}: {exc}")
+    document.refresh_from_db()
+    return document
+
+
+# How often a document waiting for its owner's other conversions to finish looks again.
+TURN_WAIT_SECONDS = 10.0
+WAITING_FOR_TURN = "Waiting: another of your documents is being converted; this one starts after it."
+
+
+@transaction.atomic
+def _claim_conversion(document: Document) -> bool:
+    """Start converting `document` unless its owner has MNEMO_CONVERSIONS_PER_USER conversions running (stalled
+    ones do not count). The owner's row lock makes two workers claiming at once take turns."""
+    User.objects.select_for_update().filter(pk=document.user_id).exists()
+    running = (
+        Document.objects.filter(
+            user_id=document.user_id,
+            status=DocumentStatus.CONVERTING,
+            updated_at__gt=timezone.now() - STALLED_AFTER,
+        )
+        .exclude(pk=document.pk)
+        .count()
+    )
+    if running >= settings.MNEMO_CONVERSIONS_PER_USER:
+        return False
+    _set(str(document.pk), status=DocumentStatus.CONVERTING, progress=5, error="")
+    return True
+
+
+def _wait_for_turn(document: Document) -> Document:
+    """Leave the document queued, with a note, and look again in TURN_WAIT_SECONDS; the worker is free meanwhile.
+    Each look refreshes updated_at, so a waiting document never counts as stalled."""
+    from knowledge.tasks import ingest_document
+
+    _set(str(document.pk), status=DocumentStatus.QUEUED, progress=0, error=WAITING_FOR_TURN)
+    dispatch_later(ingest_document, TURN_WAIT_SECONDS, str(document.pk))
     document.refresh_from_db()
     return document
 
