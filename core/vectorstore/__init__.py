@@ -20,10 +20,12 @@ from .base import (
     SparseVector,
     VectorStore,
     VectorStoreConfigError,
+    VectorStoreDamaged,
     VectorStoreError,
     VectorStoreLocked,
     VectorStoreUnavailable,
     Where,
+    damage,
 )
 
 __all__ = [
@@ -33,10 +35,12 @@ __all__ = [
     "SparseVector",
     "VectorStore",
     "VectorStoreConfigError",
+    "VectorStoreDamaged",
     "VectorStoreError",
     "VectorStoreLocked",
     "VectorStoreUnavailable",
     "Where",
+    "damage",
     "open_vector_store",
 ]
 

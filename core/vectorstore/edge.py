@@ -41,6 +41,7 @@ from .base import (
     SparseVector,
     VectorStore,
     VectorStoreConfigError,
+    VectorStoreDamaged,
     VectorStoreError,
     VectorStoreLocked,
     Where,
@@ -261,6 +262,8 @@ def edge_error(exc: Exception, path: Path, action: str) -> VectorStoreError:
     """Translate a qdrant-edge exception (always a bare Exception) into ours."""
     if _WAL_LOCKED.search(str(exc)):
         return VectorStoreLocked(locked_message(path))
+    if action == "open the collection":  # its files are there and cannot be read: a damaged segment
+        return VectorStoreDamaged(f"Qdrant Edge could not {action} at {path}: {exc}")
     return VectorStoreError(f"Qdrant Edge could not {action} at {path}: {exc}")
 
 
@@ -341,6 +344,10 @@ class EdgeVectorStore(VectorStore):
         with self._errors(collection, "read shard info"), entry.reading() as shard:
             info = shard.info()
         return info.points_count, info.indexed_vectors_count, info.segments_count
+
+    def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:
+        config = _read_shard_config(self.path / _checked_name(collection))
+        return config[0] if config else {}
 
     def collection_bytes(self, collection: str) -> int:
         """The size of the collection's files, holes of sparse files included (what a copy of it writes)."""
@@ -488,16 +495,21 @@ class EdgeVectorStore(VectorStore):
             found = shard.query(request)
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
-    def retrieve(self, collection: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
         point_ids = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
         with self._errors(collection, "retrieve points"), self._entry(collection).reading() as shard:
             # The cast: the stubs ask for list[PointId] (invariant) where any list of ids does.
             records = shard.retrieve(
-                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=False
+                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=with_vectors
             )
-        found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
+        found = {
+            normalize_id(r.id): Hit(
+                normalize_id(r.id), 0.0, dict(r.payload or {}), _dense_of(r.vector) if with_vectors else {}
+            )
+            for r in records
+        }
         return order_hits(point_ids, found)
 
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
@@ -613,6 +625,17 @@ def _read_shard_config(directory: Path) -> tuple[dict[str, tuple[int, str]], dic
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     return dense, sparse
+
+
+def _dense_of(vectors: Any) -> dict[str, list[float]]:
+    """A retrieved record's named dense vectors (sparse ones left out)."""
+    if not isinstance(vectors, dict):
+        return {}
+    return {
+        name: [float(value) for value in vector]
+        for name, vector in vectors.items()
+        if isinstance(vector, list | tuple) and all(isinstance(value, int | float) for value in vector)
+    }
 
 
 def _edge_vectors(point: Point) -> dict[str, Any]:
