@@ -198,6 +198,9 @@ MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 # Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
 # often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
 MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
+# Each vector mirror is compared with its rows this often; missing or damaged points are left for the sweeps
+# (core/mirrors.py): a vector store deleted or damaged under a running server mends itself.
+MNEMO_MIRROR_CHECK_SECONDS = env_float("MNEMO_MIRROR_CHECK_SECONDS", 600.0, minimum=10.0)
 # Documents a killed worker left half-ingested are looked for this often (knowledge.services.STALLED_AFTER).
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
 # SQLite's planner statistics are refreshed this often when a table's size has changed (core/planner_stats.py).
@@ -209,6 +212,7 @@ MNEMO_ACCESS_LOG_PRUNE_SECONDS = 3600.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+    "mirror-check": {"task": "core.check_mirrors", "schedule": MNEMO_MIRROR_CHECK_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
     "planner-statistics": {
         "task": "core.refresh_planner_statistics",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.db import connection, connections
 
-from core import disk, dispatch, stores
+from core import disk, dispatch, mirrors, stores
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Check:
     @property
     def problem(self) -> str:
         """What a failed check means, in a word or two for the health page."""
-        return {"disk": "low on space"}.get(self.concern, "unreachable")
+        return {"disk": "low on space", "mirrors": "behind"}.get(self.concern, "unreachable")
 
 
 BUDGET_SECONDS = 1.5
@@ -78,6 +78,16 @@ def _disk() -> str:
     return space.describe()
 
 
+def _mirrors() -> str:
+    drifts = [mirrors.compare(mirror) for mirror in mirrors.registered()]
+    report = "; ".join(drift.describe() for drift in drifts)
+    if any(drift.behind for drift in drifts):
+        raise RuntimeError(
+            f"{report}. The periodic check has the sweeps write them again; `resync_mirrors` does it now"
+        )
+    return report
+
+
 def _llm() -> str:
     if not settings.LLM_BASE_URL:
         return "not configured: chat answers from retrieved memories and passages only"
@@ -105,6 +115,7 @@ def run_checks() -> list[Check]:
         ("database", database_backend, _database),
         ("disk", "data folder", _disk),
         ("vectors", vector_backend, lambda: stores.vector_store().ping()),
+        ("mirrors", "vectors vs database", _mirrors),
         ("graph", graph_backend, lambda: stores.graph_store().ping()),
         ("embeddings", settings.EMBED_MODEL_TYPE, lambda: stores.embedding_set().describe()),
         ("worker", "celery" if dispatch.uses_celery() else "in-process", _worker),

@@ -38,3 +38,12 @@ def refresh_planner_statistics() -> list[str]:
     from core.planner_stats import refresh_planner_statistics as refresh
 
     return refresh()
+
+
+@shared_task(name="core.check_mirrors")
+def check_mirrors() -> list[str]:
+    """Compare each vector mirror with its rows; what is missing or damaged is left for the sweeps
+    (core/mirrors.py)."""
+    from core.mirrors import check_all
+
+    return [drift.describe() for drift in check_all()]

@@ -63,10 +63,12 @@ class Cancelled(Exception):
     pass
 
 
+KEYWORD_FIELDS = ("user_id", "namespace", "document_id")
+FLOAT_FIELDS = ("ordinal",)
+
+
 def chunk_store():
-    return stores.collection_store(
-        COLLECTION, keyword_fields=("user_id", "namespace", "document_id"), float_fields=("ordinal",)
-    )
+    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
 def check_namespace(namespace: str) -> str:
@@ -471,7 +473,7 @@ def sync_chunks(chunk_ids: list[str]) -> None:
         points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
         store.upsert(COLLECTION, points)
     except Exception as exc:
-        error = (str(exc) or exc.__class__.__name__)[:2000]
+        error = without_paths(str(exc) or exc.__class__.__name__)[:2000]
         Chunk.objects.filter(pk__in=live_ids).update(mirror_state=MirrorState.FAILED, mirror_error=error)
         raise
     Chunk.objects.filter(pk__in=live_ids).update(

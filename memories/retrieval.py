@@ -30,7 +30,7 @@ from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
-from core.text import CJK_RUN, lexical_terms
+from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
@@ -158,23 +158,36 @@ def search_memories(
             )
         except VectorStoreError as exc:
             logger.warning("vector search unavailable, falling back to text match: %s", exc)
+            # What went wrong helps (another process holds the embedded store); where on the disk does not.
+            reason = without_paths(str(exc) or exc.__class__.__name__)
             return (
                 hybrid.Fused(),
-                f"The vector store is unavailable ({exc}); results come from a plain text match.",
+                f"The vector store is unavailable ({reason}); results come from a plain text match.",
             )
         return fused, ""
 
-    # The graph's reach needs only the query: it is read here (SQL, this thread's connection) while the models
-    # embed the query and the store searches in other threads.
-    reach, (fused, notice) = side_by_side(lambda: _graph_reach(user, query), signals)
+    # The graph's reach and the mirror's count need only the query and the user: they are read here (SQL, this
+    # thread's connection) while the models embed the query and the store searches in other threads.
+    (reach, missing), (fused, notice) = side_by_side(
+        lambda: (_graph_reach(user, query), mirror.missing_points(user)), signals
+    )
+    if missing and not notice:
+        # A store deleted or damaged under the server: say so, and let the text match find what it lacks.
+        notice = (
+            f"The vector store is missing {missing:,} of your memories until it is repaired; plain text matches "
+            "are included meanwhile."
+        )
     relevance_by_id, evidence = fused.relevance, fused.evidence
     graph = _graph_scores(reach, set(relevance_by_id))
     candidates = _candidates(user, set(relevance_by_id) | set(graph), scope, now)
+    text_matched: set[str] = set()
     if notice:
-        matches = _text_match(user, query, scope, now)
-        for memory_id, (candidate, overlap) in matches.items():
+        # The store could not serve every memory: a memory containing the query's words counts as a match too,
+        # beside (never below) what the store found for it.
+        for memory_id, (candidate, overlap) in _text_match(user, query, scope, now).items():
             candidates[memory_id] = candidate
-            relevance_by_id[memory_id] = overlap
+            relevance_by_id[memory_id] = max(overlap, relevance_by_id.get(memory_id, 0.0))
+            text_matched.add(memory_id)
 
     ranked: list[tuple[float, str, dict[str, float]]] = []
     for memory_id, candidate in candidates.items():
@@ -183,7 +196,7 @@ def search_memories(
         if relevance <= 0 and graph_score <= 0:
             continue
         found = evidence.get(memory_id, hybrid.Evidence())
-        if not notice and graph_score <= 0 and not found.above_floor:
+        if graph_score <= 0 and not found.above_floor and memory_id not in text_matched:
             continue  # a memory must match the query in some way, not merely be the nearest there is
         score, scores = _shape(candidate, relevance, graph_score, found, now)
         if score > 0:  # an event linked to the query's entities but matching nothing else adds nothing

@@ -6,7 +6,7 @@ from core import stores
 
 pytestmark = pytest.mark.django_db
 
-CONCERNS = ["database", "disk", "vectors", "graph", "embeddings", "worker", "llm"]
+CONCERNS = ["database", "disk", "vectors", "mirrors", "graph", "embeddings", "worker", "llm"]
 
 
 @pytest.fixture
