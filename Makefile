@@ -15,23 +15,25 @@ export HF_HUB_OFFLINE := 1
 
 # Every Python package comes from a lock with sha256 hashes (`make lock` writes them from pyproject.toml), so a
 # fresh machine installs the very files this one did. pip and uv are locked too (requirements/tools.in).
+# scripts/pip-install.sh prints a line per package as pip reaches it: the first install takes minutes.
 $(VENV)/.tools: requirements/tools.txt
-	@test -x $(PY) || $$(scripts/find-python.sh) -m venv $(VENV)
-	$(PIP) install -q --require-hashes -r requirements/tools.txt
+	@test -x $(PY) || { echo "Creating $(VENV) with $$(scripts/find-python.sh)"; $$(scripts/find-python.sh) -m venv $(VENV); }
+	@scripts/pip-install.sh requirements/tools.txt $(PIP)
 	@touch $@
 
 # Installing the project itself would add nothing: pyproject.toml has no packages, Mnemo runs from its checkout.
 $(VENV)/.installed: requirements/lock.txt $(VENV)/.tools node_modules/.installed
-	$(PIP) install -q --require-hashes -r requirements/lock.txt
+	@scripts/pip-install.sh requirements/lock.txt $(PIP)
 	@touch $@
 
 # The graph explorer's cytoscape comes from npm; Django serves it from node_modules as a static dir.
 node_modules/.installed: package.json package-lock.json | npm-available
+	@echo "Installing the front-end libraries from package-lock.json (npm ci)"
 	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(VENV)/.installed-test: requirements/lock-test.txt $(VENV)/.installed
-	$(PIP) install -q --require-hashes -r requirements/lock-test.txt
+	@scripts/pip-install.sh requirements/lock-test.txt $(PIP)
 	@touch $@
 
 # Rerun after changing dependencies in pyproject.toml (tests/test_lock.py fails until then). Pins already in a
@@ -46,8 +48,10 @@ lock: $(VENV)/.tools
 
 install: $(VENV)/.installed
 
+# .mnemo-data-dir tells management commands run without MNEMO_DATA_DIR which folder this server uses (manage.py).
 run: $(VENV)/.installed
 	@mkdir -p $(MNEMO_DATA_DIR)
+	@echo "$(abspath $(MNEMO_DATA_DIR))" > .mnemo-data-dir
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py collectstatic --no-input -v 0
 	$(PY) manage.py setup_demo --url http://$(HOST):$(PORT)

@@ -22,6 +22,14 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone
 
+from agents.answers import (
+    FIRST_PERSON,
+    about_the_user_first,
+    asks,
+    profile_answer,
+    retrieval_only_answer,
+    told_answer,
+)
 from agents.toolspecs import FUNCTIONS, openai_tools
 from core import privacy
 from core.disconnect import ClientGone
@@ -33,10 +41,11 @@ from core.tooling import ActionTool
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories import services as memory_services
-from memories.facts import statements
-from memories.models import AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
-from memories.profile import Profile, user_profile
+from memories.facts import SELF, statements
+from memories.models import CHAT_ORIGIN, AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
+from memories.profile import Profile, answers_in_chinese, facts_stating, user_profile
 from memories.retrieval import MemoryHit, search_memories
+from memories.subjects import asked_slot
 from memories.tools import MemoryTool
 
 logger = logging.getLogger(__name__)
@@ -53,7 +62,6 @@ SYSTEM_PROMPT = (
     "memory_add as a semantic memory. Use memory_search and rag_search when the context below is not enough. "
     "Cite knowledge passages as [n]."
 )
-RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
 CANCELLED = "cancelled: the client went away before the answer was ready"
 # Asking what Mnemo knows about oneself, in English or Chinese.
 ABOUT_ME = re.compile(
@@ -103,25 +111,35 @@ class Agent:
         saved = [] if screened.refused else self._capture(text, user_message)
         # A search reads a bounded query; a long message usually ends with what it asks.
         query = text[-MAX_QUERY_CHARS:]
+        chinese = answers_in_chinese(text)
         # "What do you know about me?" shares no words with the facts that answer it: the profile does.
         profile = user_profile(self.user) if ABOUT_ME.search(text) else None
+        # Without a model, what a message stated is said back; a statement that asks nothing is answered by that
+        # alone, with nothing looked up for it.
+        told = self._told(saved) if self.llm is None else []
+        statement = bool(told) and not asks(text)
+        memories: list[MemoryHit] = []
+        chunks: list[ChunkHit] = []
         if profile is not None:
-            memories = [MemoryHit(m, m.importance) for group in profile.groups.values() for m in group]
-            chunks = []
-        else:
+            memories = [MemoryHit(m, m.importance) for m in profile.memories()]
+        elif not statement:
             memories = self._memories(query, asked=user_message, fresh=len(saved))
             chunks = self._chunks(query)
         assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
         if self.llm is None:
-            answer = (
-                profile_answer(profile) if profile is not None else retrieval_only_answer(memories, chunks)
-            )
+            if profile is not None:
+                answer = profile_answer(profile, chinese)
+            elif statement:
+                answer = told_answer(told, chinese)
+            else:
+                answer = retrieval_only_answer(memories, chunks, told, chinese)
             yield {"type": "delta", "text": answer}
         else:
             answer = yield from self._llm_answer(
-                text, history, memories, chunks, assistant, user_message, saved
+                text, history, memories, chunks, assistant, user_message, saved, profile
             )
-        assistant.content = answer
+        # The stored answer holds no secret either: a model may repeat one from an earlier turn of the client's.
+        assistant.content = self._screened(answer, answering=True)
         assistant.retrieved = {
             "memories": [str(hit.memory.pk) for hit in memories],
             "chunks": [str(hit.chunk.pk) for hit in chunks],
@@ -130,11 +148,27 @@ class Agent:
             "privacy": screened.record(),
             "retrieval_only": self.llm is None,
         }
+        if profile is not None and self.llm is None:
+            # The page shows the groups under their headings, each memory linked (a model words its own answer).
+            assistant.retrieved["profile"] = profile.outline(chinese)
         assistant.latency_ms = round((time.perf_counter() - started) * 1000)
         assistant.save()
         self._consolidate_if_due()
         cancelled = assistant.error == CANCELLED
-        yield {"type": "done", "result": TurnResult(assistant, answer, memories, chunks, saved, cancelled)}
+        result = TurnResult(assistant, assistant.content, memories, chunks, saved, cancelled)
+        yield {"type": "done", "result": result}
+
+    def _screened(self, text: str, answering: bool = False) -> str:
+        """`text` by the user's privacy settings: a refused message becomes the reason; in an answer, what the
+        settings refuse is masked instead (the answer is Mnemo's own, and is stored either way)."""
+        policies = PrivacySettings.policies_for(self.user)
+        if answering:
+            policies = {
+                category: privacy.MASK if action == privacy.REFUSE else action
+                for category, action in policies.items()
+            }
+        screened = privacy.screen(text, policies)
+        return f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
 
     def run(self, text: str, history: list[dict] | None = None) -> TurnResult:
         for event in self.turn(text, history):
@@ -154,7 +188,14 @@ class Agent:
         importance = 0.3 if asking else 0.8 if IMPORTANT_TURN.search(text) else 0.5
         try:
             try:
-                self._keep(saved, text[:4000], MemoryType.WORKING, importance, message)
+                self._keep(
+                    saved,
+                    text[:4000],
+                    MemoryType.WORKING,
+                    importance,
+                    message,
+                    metadata={"origin": CHAT_ORIGIN},
+                )
             except memory_services.MemoryRequestError as exc:
                 logger.info("turn not kept in working memory: %s", exc)
             if self.llm is None:
@@ -164,12 +205,21 @@ class Agent:
             logger.warning("turn not kept in memory: %s", exc)
         return saved
 
-    def _keep(self, saved: list[dict], content: str, memory_type: str, importance: float, message) -> None:
+    def _keep(
+        self,
+        saved: list[dict],
+        content: str,
+        memory_type: str,
+        importance: float,
+        message,
+        metadata: dict | None = None,
+    ) -> None:
         written = memory_services.memory_write(
             user=self.user,
             content=content,
             memory_type=memory_type,
             importance=importance,
+            metadata=metadata,
             session=self.session,
             source_message=message,
             via=self._via,
@@ -177,9 +227,22 @@ class Agent:
         )
         saved.append(capture_record(written.memory.pk, written.action, [m.pk for m in written.superseded]))
 
+    def _told(self, saved: list[dict]) -> list[tuple[Memory, str, list[Memory]]]:
+        """The facts this turn stated, as saved: (memory, what the write did, the facts it replaced). The
+        working-memory copy of the message is no fact."""
+        ids = [item["id"] for item in saved] + [pk for item in saved for pk in item["superseded"]]
+        found = Memory.objects.filter(user=self.user, memory_type=MemoryType.SEMANTIC).in_bulk(ids)
+        rows = {str(pk): memory for pk, memory in found.items()}
+        return [
+            (rows[item["id"]], item["action"], [rows[pk] for pk in item["superseded"] if pk in rows])
+            for item in saved
+            if item["id"] in rows
+        ]
+
     @property
     def _via(self) -> str:
-        return EditVia.API if self.api_key else EditVia.CHAT
+        # Only the OpenAI-compatible endpoint runs the agent with a key; the chat page runs it as its user.
+        return EditVia.OPENAI if self.api_key else EditVia.CHAT
 
     def _consolidate_if_due(self) -> None:
         important = Memory.objects.filter(
@@ -205,13 +268,24 @@ class Agent:
             limit=CONTEXT_MEMORIES + fresh,  # room for the turn's own memories, which are dropped below
             memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL],
             min_importance=0.1,
+            require_match=True,  # only memories above the search's relevance floor go into an answer
         )
-        hits = [
+        found = [
             hit
             for hit in result.hits
             if (hit.scores.get("fused", 0) > 0.2 or hit.scores.get("graph", 0) > 0)
             and hit.memory.source_message_id != asked.pk
-        ][:CONTEXT_MEMORIES]
+        ]
+        # The facts stating what the question asks ("Where do I work?": the user's employer) lead, found or not:
+        # the search ranks by words and meaning, and Marco's employer matches "work" as well as the user's.
+        slot = asked_slot(text)
+        stated = [] if slot is None else facts_stating(self.user, *slot)
+        stated = [memory for memory in stated if memory.source_message_id != asked.pk]
+        lead = [MemoryHit(memory, 1.0, {"stated": 1.0}) for memory in stated]
+        rest = [hit for hit in found if hit.memory.pk not in {memory.pk for memory in stated}]
+        if (slot is not None and slot[0] == SELF) or FIRST_PERSON.search(text):
+            rest = about_the_user_first(rest)
+        hits = (lead + rest)[:CONTEXT_MEMORIES]
         memory_services.record_access(
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in hits],
@@ -235,12 +309,19 @@ class Agent:
     # --- the LLM loop -------------------------------------------------------------------------------------
 
     def _llm_answer(
-        self, text, history, memories, chunks, assistant, user_message, saved
+        self, text, history, memories, chunks, assistant, user_message, saved, profile
     ) -> Generator[dict, None, str]:
         assert self.llm is not None  # only the model's answer comes through here
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self._system_prompt(memories, chunks)}
+            {"role": "system", "content": self._system_prompt(memories, chunks, profile)}
         ]
+        if history is not None:  # the client's earlier turns reach the model as screened as this one
+            history = [
+                {**message, "content": self._screened(message["content"])}
+                if isinstance(message.get("content"), str)
+                else message
+                for message in history
+            ]
         messages += history if history is not None else self._history(user_message)
         messages.append({"role": "user", "content": text})
         trace: list[dict] = []
@@ -321,7 +402,10 @@ class Agent:
         try:
             if tool_name == "memory":
                 tool = MemoryTool(
-                    user_id=self.user.get_username(), session_id=self.session.key, api_key=self.api_key
+                    user_id=self.user.get_username(),
+                    session_id=self.session.key,
+                    api_key=self.api_key,
+                    via=self._via,
                 )
             else:
                 tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False, budget=budget)
@@ -348,7 +432,9 @@ class Agent:
         )
         return [{"role": m.role, "content": m.content} for m in reversed(earlier) if m.content]
 
-    def _system_prompt(self, memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:
+    def _system_prompt(
+        self, memories: list[MemoryHit], chunks: list[ChunkHit], profile: Profile | None = None
+    ) -> str:
         parts = [SYSTEM_PROMPT, f"Today is {timezone.now():%Y-%m-%d}. User: {self.user.get_username()}."]
         working = Memory.objects.filter(
             user=self.user, session=self.session, memory_type=MemoryType.WORKING, archived_at=None
@@ -358,7 +444,12 @@ class Agent:
                 "Working memory (this conversation):\n"
                 + "\n".join(f"- {m.content}" for m in reversed(working))
             )
-        if memories:
+        if profile is not None:
+            parts.append(
+                "What you know about the user (answer with these groups and headings; a conflict is for the "
+                f"user to resolve, not for you to pick):\n{profile.as_text('(nothing yet)')}"
+            )
+        elif memories:
             parts.append(
                 "Relevant memories:\n"
                 + "\n".join(f"- ({hit.memory.memory_type}) {hit.memory.content}" for hit in memories)
@@ -382,29 +473,6 @@ def _relay(stream) -> Generator[dict, None, Completion]:
         except StopIteration as finished:
             return finished.value
         yield {"type": "delta", "text": delta}
-
-
-def profile_answer(profile: Profile) -> str:
-    if profile.empty:
-        return (
-            f"{RETRIEVAL_ONLY} I don't know anything about you yet: tell me about yourself and I'll remember."
-        )
-    return f"{RETRIEVAL_ONLY} here is what I know about you.\n{profile.as_text()}"
-
-
-def retrieval_only_answer(memories: list[MemoryHit], chunks: list[ChunkHit]) -> str:
-    if not memories and not chunks:
-        return f"{RETRIEVAL_ONLY} nothing in your memories or knowledge base matches this yet."
-    lines = [RETRIEVAL_ONLY]
-    if memories:
-        lines.append("From your memories:")
-        lines += [f"- {hit.memory.content}" for hit in memories]
-    if chunks:
-        lines.append("From your knowledge base:")
-        lines += [
-            f"[{i}] {hit.chunk.document.title}: {hit.chunk.text[:300]}" for i, hit in enumerate(chunks, 1)
-        ]
-    return "\n".join(lines)
 
 
 def capture_record(memory_id, action: str, superseded) -> dict:

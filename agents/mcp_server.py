@@ -25,7 +25,7 @@ from core.llm import Budget
 from core.models import ApiKey
 from core.tooling import ActionTool
 from knowledge.tools import RAGTool
-from memories.models import Memory
+from memories.models import EditVia, Memory
 from memories.profile import user_profile
 from memories.schemas import MemoryOut, ProfileOut
 from memories.tools import MemoryTool
@@ -48,8 +48,9 @@ RESOURCES = [
         uri=PROFILE_URI,
         name="profile",
         title="What Mnemo knows about you",
-        description="Your current facts grouped by kind (identity, work, people, preferences, other facts, "
-        "recent events), most important first; the same JSON as GET /api/v1/profile.",
+        description="Who you are: your facts grouped by kind (identity, work, the people you know, preferences, "
+        "other facts, recent events), most important first, and the facts that contradict each other; the same "
+        "JSON as GET /api/v1/profile.",
         mime_type="application/json",
     ),
     types.Resource(
@@ -107,7 +108,7 @@ def call_tool(
     tool: ActionTool
     try:
         if tool_name == "memory":
-            tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION)
+            tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION, via=EditVia.MCP)
         else:
             tool = RAGTool(user_id=owner, allow_file_paths=False, budget=budget)
         reply = tool.execute({**arguments, "action": action})
@@ -137,16 +138,12 @@ def read_resource(api_key: ApiKey, uri: str) -> str:
     """The resource's JSON text for the key's owner."""
     owner = api_key.user
     if uri == PROFILE_URI:
-        profile = user_profile(owner)
-        groups = [
-            {"kind": kind, "label": label, "memories": memories} for kind, label, memories in profile.sections
-        ]
-        return ProfileOut.model_validate({"groups": groups}).model_dump_json()
+        return ProfileOut.model_validate(ProfileOut.of(user_profile(owner))).model_dump_json()
     if uri == RECENT_URI:
         recent = (
             Memory.objects.current()
             .for_user(owner)
-            .select_related("session")
+            .select_related("session", "origin_key")
             .order_by("-created_at")[:RECENT_MEMORIES]
         )
         return json.dumps([MemoryOut.from_orm(memory).model_dump(mode="json") for memory in recent])

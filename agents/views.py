@@ -143,6 +143,19 @@ def _answer_html(message: ChatMessage, passages: int) -> SafeString:
     return mark_safe(_CITATION.sub(link, escape(message.content)))  # noqa: S308 - escaped first
 
 
+def _profile_outline(outline: object) -> list[dict]:
+    """The profile an answer showed (memories.profile.Profile.outline), as stored; anything else is none."""
+    if not isinstance(outline, list):
+        return []
+    return [
+        section
+        for section in outline
+        if isinstance(section, dict)
+        and isinstance(section.get("label"), str)
+        and isinstance(section.get("items"), list)
+    ]
+
+
 def _trace(calls: object) -> list[dict]:
     """The stored tool calls with their arguments pretty-printed when they are JSON."""
     trace = []
@@ -204,7 +217,11 @@ def _cite(user, chat_messages: list[ChatMessage]) -> list[ChatMessage]:
             for item in saved_records(message)
         ]
         message.trace = _trace(message.tool_calls)
-        if message.retrieval_only and (message.cited_memories or message.cited_chunks):
+        message.profile = _profile_outline(retrieved.get("profile"))
+        if message.profile:
+            # "What do you know about me?": the groups under their headings replace the flat list of memories.
+            message.cited_memories = []
+        if message.retrieval_only and (message.cited_memories or message.cited_chunks or message.profile):
             # The stored answer lists every memory and passage (what API clients read); the page lists them
             # once, below, with their links and excerpts, so the bubble keeps only its first line.
             message.answer_html = escape(message.content.split("\n", 1)[0])

@@ -2,9 +2,10 @@
 
 from typing import cast
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, NinjaAPI, Schema, Status
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, ValidationError
 from ninja.renderers import JSONRenderer
 
 from core.auth import API_AUTH, ApiRequest
@@ -31,6 +32,10 @@ ERROR_SCHEMA = {
 }
 
 
+def _takes(operation: dict, name: str) -> bool:
+    return any(parameter.get("name") == name for parameter in operation.get("parameters", []))
+
+
 def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
     """The error statuses an operation can answer, from what it takes; the handlers below produce them."""
     statuses: dict[str, str] = {}
@@ -41,13 +46,20 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
             "400": "The body could not be parsed",
             "422": "A field is missing, malformed or over its limit",
         }
-    if "{" in path or operation.get("requestBody"):
-        statuses["404"] = "Not found among this key's owner's data"
+    if operation.get("requestBody"):
+        statuses["413"] = (
+            f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024**2} MiB, or a file over "
+            "MNEMO_MAX_UPLOAD_MB"
+        )
+    if "{" in path or operation.get("requestBody") or _takes(operation, "user"):
+        statuses["404"] = "Not found among this key's owner's data (or, with `user`, that user's)"
+    if "/admin/" in path:
+        statuses["403"] = "The key's owner is not staff"
     if method != "get":
         statuses["403"] = "This API key is read-only"
     body = operation.get("requestBody", {}).get("content", {})
     if "multipart/form-data" in body:
-        statuses |= {"413": "The file is over MNEMO_MAX_UPLOAD_MB", "415": "The file type is not supported"}
+        statuses["415"] = "The file type is not supported"
     if path.endswith(("/retry", "/cancel")):
         statuses["409"] = "The document is not in a state that allows this"
     if path.endswith("/{decision}"):
@@ -104,12 +116,29 @@ api = MnemoAPI(
 api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "console.api.router")
+api.add_router("/", "console.users_api.router")
 
 
 @api.exception_handler(RequestRefused)
 def refused(request: HttpRequest, exc: RequestRefused):
     """Every app's refusal (core.errors), with the status its class names."""
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
+
+
+# The Hello-Agents tool routes: every answer that is not ok carries the tool's reply fields beside `detail`.
+TOOL_PATHS = ("/tools/memory", "/tools/rag")
+
+
+@api.exception_handler(ValidationError)
+def invalid(request: HttpRequest, exc: ValidationError):
+    """Ninja's 422 (`detail`: the invalid fields); on the tool routes also as a tool's failed reply."""
+    body: dict = {"detail": exc.errors}
+    if request.path.rstrip("/").endswith(TOOL_PATHS) and exc.errors:
+        first = exc.errors[0]
+        where = ".".join(str(part) for part in first.get("loc", ())[2:]) or "the parameters"
+        reason = f"{where}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}"
+        body |= {"ok": False, "text": f"❌ 参数无效 (invalid parameter) {reason}", "data": {"error": reason}}
+    return api.create_response(request, body, status=422)
 
 
 @api.exception_handler(ClientGone)

@@ -8,6 +8,7 @@ from core.forms import AdminSignInForm
 from core.views import SignInView, favicon
 
 admin.site.login_form = AdminSignInForm
+handler400 = "core.views.bad_request"
 handler404 = "core.views.not_found"
 handler500 = "core.views.server_error"
 

@@ -9,6 +9,7 @@ application = get_wsgi_application()
 # The rest needs the apps loaded.
 from django.conf import settings  # noqa: E402
 
+from config.warmup import warm_up  # noqa: E402
 from core.dispatch import dispatch, start_background_work  # noqa: E402
 from core.tasks import (  # noqa: E402
     check_mirrors,
@@ -18,6 +19,9 @@ from core.tasks import (  # noqa: E402
 from knowledge.services import documents_resume_stalled  # noqa: E402
 from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
 from memories.tasks import prune_access_log, sync_unsynced_memories  # noqa: E402
+
+# Before gunicorn's worker accepts its first connection: the first requests take what later ones do.
+warm_up()
 
 start_background_work(
     periodic=[

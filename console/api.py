@@ -150,12 +150,13 @@ def export_data(request: HttpRequest):
     auth=WRITE_AUTH,
 )
 def import_data(request: HttpRequest, file: File[UploadedFile]):
-    """An archive from export (this or another instance); its rows become this key's owner's. Refused (422) when
-    it is not an archive, holds rows of other users or links outside itself, or is already loaded here."""
+    """An archive from export (this or another instance); its rows become this key's owner's, merged into what the
+    owner already has by stable keys. Refused as a whole (422, naming the row) when it is not an archive, a row
+    breaks a rule of the API, holds rows of other users or links outside itself, or is already loaded here."""
     assert file.size is not None  # Django's upload handlers always count it
     if file.size > settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024:
         raise HttpError(
             413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
         )
     imported = portability.import_upload(file, as_username=_owner(request).get_username())
-    return Status(201, {"username": imported.username, "counts": imported.counts})
+    return Status(201, {"username": imported.username, "counts": imported.counts, "merged": imported.merged})

@@ -8,28 +8,40 @@ evaluation runs. API keys stay
 behind: their secrets are not the user's to carry, so edits and accesses made through a key keep no key.
 
 Vectors are not in the archive: the import writes rows as they were and then mirrors them, as resync_mirrors does.
+
+An import checks the whole archive before it writes (console.archive reads it within limits, console.archive_rows
+holds each row to the API's rules), then writes it in one transaction: a refused archive leaves no row and no
+file behind. Into an account that already has data it merges by the keys that name a row to its owner (a
+session's key, a document's namespace and content, an entity's key, a relation's ends and type, a golden
+question's text); any other row already here (the same ids: the archive was loaded before) refuses the import.
 """
 
 import datetime
+import itertools
 import json
+import os
+import shutil
 import tempfile
 import zipfile
-from collections import Counter
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import serializers
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.core.serializers.base import DeserializationError
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
-from django.db.models import Model
+from django.db import IntegrityError, transaction
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
+from console.archive import DATA, FILES, MANIFEST, ArchiveReader, PortabilityError, max_file_bytes
+from console.archive_rows import check_username, row_values
 from console.models import EvaluationRun, GoldenQuestion
-from core.errors import RequestRefused
 from knowledge.models import Chunk, Document
 from knowledge.services import sync_chunks
 from memories import mirror
@@ -37,6 +49,7 @@ from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
     AgentSession,
     ChatMessage,
+    EditVia,
     Entity,
     Fact,
     GraphEdit,
@@ -71,7 +84,6 @@ RENUMBERED = (Fact, MemoryAccess, GraphEdit, GoldenQuestion, EvaluationRun)
 FILE_FIELDS: dict[type[Model], str] = {Document: "file", Memory: "file"}
 # Archives written while sessions and chat messages were models of agents name them by those labels.
 FORMER_LABELS = {"agents.agentsession": "memories.agentsession", "agents.chatmessage": "memories.chatmessage"}
-MAX_UNPACKED_BYTES = 1024**3  # what an archive may declare before it is unpacked
 
 
 class _ExactJSONEncoder(DjangoJSONEncoder):
@@ -84,14 +96,12 @@ class _ExactJSONEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-class PortabilityError(RequestRefused):
-    """An archive that cannot be imported; the message says why."""
-
-
 @dataclass
 class Imported:
     username: str
-    counts: dict[str, int]
+    counts: dict[str, int]  # rows written, per model
+    merged: dict[str, int] = field(default_factory=dict)  # rows matched to one already here, per model
+    created_user: bool = False
 
 
 def _rows(model, user):
@@ -107,27 +117,19 @@ def _label(model) -> str:
     return model._meta.label_lower
 
 
+# --- Export ---------------------------------------------------------------------------------------------------
+
+
 def export_user(user, path: Path) -> dict[str, int]:
-    """Write `user`'s archive to `path`; the row count per model."""
-    counts: dict[str, int] = {}
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        lines = []
-        for model in MODELS:
-            rows = list(_rows(model, user))
-            counts[_label(model)] = len(rows)
-            text = serializers.serialize("jsonl", rows, use_natural_foreign_keys=True, cls=_ExactJSONEncoder)
-            for line in text.splitlines():
-                record = json.loads(line)
-                if "api_key" in record["fields"]:
-                    record["fields"]["api_key"] = None
-                lines.append(json.dumps(record, ensure_ascii=False))
-            field = FILE_FIELDS.get(model, "")
-            for row in rows if field else ():
-                stored = getattr(row, field)
-                if stored:
-                    with stored.open("rb") as source:
-                        archive.writestr(f"files/{stored.name}", source.read())
-        archive.writestr("data.jsonl", "\n".join(lines) + "\n")
+    """Write `user`'s archive to `path` (readable by its owner only: it holds all of the user's data); the row
+    count per model."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # a file that was already there keeps its mode otherwise
+    with os.fdopen(descriptor, "wb") as target, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        counts, stored_files = _write_rows(archive, user)
+        for name in stored_files:
+            with default_storage.open(name, "rb") as source, archive.open(FILES + name, "w") as copy:
+                shutil.copyfileobj(source, copy, 1024**2)
         manifest = {
             "format": FORMAT,
             "version": VERSION,
@@ -135,8 +137,37 @@ def export_user(user, path: Path) -> dict[str, int]:
             "exported_at": timezone.now().isoformat(),
             "counts": counts,
         }
-        archive.writestr("manifest.json", json.dumps(manifest, indent=2))
+        archive.writestr(MANIFEST, json.dumps(manifest, indent=2))
     return counts
+
+
+def _write_rows(archive: zipfile.ZipFile, user) -> tuple[dict[str, int], list[str]]:
+    """data.jsonl, a row a line, streamed in batches; the row counts and the stored files the rows name."""
+    counts: dict[str, int] = {}
+    stored_files: list[str] = []
+    with archive.open(DATA, "w", force_zip64=True) as data:
+        for model in MODELS:
+            counts[_label(model)] = 0
+            file_field = FILE_FIELDS.get(model, "")
+            for batch in itertools.batched(_rows(model, user).iterator(chunk_size=500), 500):
+                text = serializers.serialize(
+                    "jsonl", batch, use_natural_foreign_keys=True, cls=_ExactJSONEncoder
+                )
+                # One object a line, split at "\n" only: str.splitlines() also breaks at U+2028, U+0085 and
+                # others that JSON leaves unescaped inside a string.
+                for line in text.split("\n"):
+                    if not line:
+                        continue
+                    record = json.loads(line)
+                    for key_field in ("api_key", "origin_key"):  # API keys stay behind
+                        if key_field in record["fields"]:
+                            record["fields"][key_field] = None
+                    data.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
+                counts[_label(model)] += len(batch)
+                stored_files += [
+                    getattr(row, file_field).name for row in batch if file_field and getattr(row, file_field)
+                ]
+    return counts, stored_files
 
 
 def export_file(user) -> BinaryIO:
@@ -151,6 +182,9 @@ def archive_name(user) -> str:
     return f"mnemo-{user.get_username()}-{timezone.now():%Y%m%d-%H%M}.zip"
 
 
+# --- Import ---------------------------------------------------------------------------------------------------
+
+
 def import_upload(upload, *, as_username: str) -> Imported:
     """An uploaded archive (a Django UploadedFile), spooled to disk and loaded as `as_username`."""
     with tempfile.NamedTemporaryFile(suffix=".zip") as spool:
@@ -161,100 +195,243 @@ def import_upload(upload, *, as_username: str) -> Imported:
 
 
 def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
-    """Load an archive into this instance, as its own user or as `as_username` (created when missing)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if sum(member.file_size for member in archive.infolist()) > MAX_UNPACKED_BYTES:
-                raise PortabilityError(f"the archive unpacks to more than {MAX_UNPACKED_BYTES // 1024**2} MB")
-            manifest = json.loads(archive.read("manifest.json"))
-            lines = archive.read("data.jsonl").decode().splitlines()
-            files = {name: archive.read(name) for name in archive.namelist() if name.startswith("files/")}
-    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
-        raise PortabilityError(f"{path} is not a Mnemo export archive ({exc})") from None
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        raise PortabilityError(f"{path} is not a version {VERSION} Mnemo export archive")
-    source = manifest["username"]
-    target = as_username or source
-    records = [json.loads(line) for line in lines if line.strip()]
-    for record in records:
-        record["model"] = FORMER_LABELS.get(record.get("model"), record.get("model"))
-    _check_contained(records, source)
-    for record in records:
-        fields = record["fields"]
-        if fields.get("user") == [source]:
-            fields["user"] = [target]
-        if "editor" in fields:  # another person's edit keeps no editor: they have no account here
-            fields["editor"] = [target] if fields["editor"] == [source] else None
-    with transaction.atomic():
-        user, _ = get_user_model().objects.get_or_create(username=target)
-        _refuse_existing(records)
-        counts: Counter = Counter()
-        for item in serializers.deserialize("python", records, handle_forward_references=True):
-            model = type(item.object)
-            if model in RENUMBERED:
-                item.object.pk = None
-            field = FILE_FIELDS.get(model, "")
-            stored = getattr(item.object, field).name if field else ""
-            if stored:
-                name = stored.rsplit("/", 1)[-1]
-                getattr(item.object, field).save(name, ContentFile(files[f"files/{stored}"]), save=False)
-            item.save()
-            counts[_label(model)] += 1
-    _mirror(user)
-    return Imported(target, dict(counts))
+    """Load an archive into this instance, as its own user or as `as_username` (created, without a password,
+    when missing). Refused as a whole, with the reason and the row, when any row breaks a rule."""
+    with ArchiveReader(path) as reader:
+        manifest = reader.manifest()
+        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+            raise PortabilityError(f"this is not a version {VERSION} Mnemo export archive")
+        source = check_username(manifest.get("username"))
+        target = check_username(as_username or source)
+        _survey(reader, source)
+        load = _Load(reader, source)
+        try:
+            with transaction.atomic():
+                user, created = _target_user(target)
+                load.run(user)
+        except BaseException:
+            for name in load.written_files:  # the rows are rolled back; their files go too
+                default_storage.delete(name)
+            raise
+    _mirror(load.saved)
+    return Imported(target, dict(load.counts), dict(load.merged), created)
 
 
-def _check_contained(records: list[dict], source: str) -> None:
-    """Every row belongs to the archive's user and points only at rows of the archive: an edited archive must
-    not write into, or link to, anybody else's data."""
+def _target_user(username: str):
+    user, created = get_user_model().objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()  # an empty password field would count as usable
+        user.save(update_fields=["password"])
+    return user, created
+
+
+def _model(row: dict[str, Any], position: int) -> type[Model]:
     models = {_label(model): model for model in MODELS}
-    present = {(record.get("model"), str(record.get("pk"))) for record in records}
-    for position, record in enumerate(records, start=1):
-        model = models.get(record.get("model", ""))
-        if model is None:
-            raise PortabilityError(
-                f"row {position} is a {record.get('model')!r}, which an archive does not hold"
-            )
-        for field in model._meta.get_fields():
-            if not field.concrete and not field.many_to_many or field.name not in record["fields"]:
+    label = row.get("model")
+    label = FORMER_LABELS.get(label, label) if isinstance(label, str) else label
+    model = models.get(label) if isinstance(label, str) else None
+    if model is None:
+        raise PortabilityError(f"row {position} is a {label!r}, which an archive does not hold")
+    row["model"] = label  # an earlier label, as it is called now
+    return model
+
+
+def _survey(reader: ArchiveReader, source: str) -> None:
+    """Every row checked (console.archive_rows), every file it names present and within the upload limit, and
+    every row the archive's user's and pointing only at rows of the archive: an edited archive must not write
+    into, or link to, anybody else's data. Nothing is written."""
+    present: set[tuple[str, str]] = set()
+    references: list[tuple[int, str, str]] = []
+    for position, row in reader.rows():
+        model = _model(row, position)
+        values = row_values(model, row, position)
+        fields = row["fields"]
+        for relation in _relations(model):
+            value = fields.get(relation.name)
+            if relation.related_model is get_user_model():
+                if relation.name == "user" and value != [source]:
+                    raise PortabilityError(
+                        f"row {position} belongs to another user than {source!r}"
+                        if value
+                        else f"row {position} ({_label(model)}) names no user"
+                    )
                 continue
-            value = record["fields"][field.name]
-            if field.is_relation and field.related_model is get_user_model():
-                if field.name == "user" and value != [source]:
-                    raise PortabilityError(f"row {position} belongs to another user than {source!r}")
-            elif field.is_relation and value is not None:
-                target = _label(field.related_model)
-                for pk in value if field.many_to_many else [value]:
-                    if (target, str(pk)) not in present:
-                        raise PortabilityError(
-                            f"row {position} points at a {target} the archive does not hold"
-                        )
+            if value is None:
+                if not relation.null and not relation.many_to_many:
+                    raise PortabilityError(f"row {position} ({_label(model)}) lacks its {relation.name}")
+                continue
+            if relation.many_to_many and not isinstance(value, list):
+                raise PortabilityError(
+                    f"row {position} ({_label(model)}) {relation.name} must be a list of ids"
+                )
+            target = _label(relation.related_model)
+            references += [
+                (position, target, str(pk)) for pk in (value if relation.many_to_many else [value])
+            ]
+        _check_file(reader, model, values, position)
+        present.add((_label(model), str(row["pk"])))
+    for position, target, pk in references:
+        if (target, pk) not in present:
+            raise PortabilityError(f"row {position} points at a {target} the archive does not hold")
 
 
-def _refuse_existing(records: list[dict]) -> None:
-    """Rows keep their ids, so an archive loads once per instance: a second load would overwrite the first."""
-    by_model: dict[str, list] = {}
-    for record in records:
-        by_model.setdefault(record["model"], []).append(record["pk"])
-    for model in MODELS:
-        ids = by_model.get(_label(model), [])
-        if model not in RENUMBERED and ids and model.objects.filter(pk__in=ids).exists():
-            raise PortabilityError(
-                f"this instance already holds {model._meta.verbose_name_plural} from this archive: "
-                "import it into another instance, or delete that data first"
+def _relations(model: type[Model]):
+    return [
+        field
+        for field in model._meta.get_fields()
+        if field.is_relation and (field.concrete or field.many_to_many) and not field.auto_created
+    ]
+
+
+def _check_file(reader: ArchiveReader, model: type[Model], values: dict[str, Any], position: int) -> None:
+    stored = values.get(FILE_FIELDS.get(model, ""), "")
+    if not stored:
+        return
+    if stored.rsplit("/", 1)[-1] in ("", ".", "..") or stored.startswith("/"):
+        raise PortabilityError(f"row {position} ({_label(model)}) names a file without a usable name")
+    size = reader.file_size(stored)
+    if size is None:
+        raise PortabilityError(
+            f"row {position} ({_label(model)}) names {FILES}{stored}, which the archive lacks"
+        )
+    if size > max_file_bytes():
+        raise PortabilityError(
+            f"row {position} ({_label(model)}): its file is over MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
+        )
+
+
+@dataclass
+class _Load:
+    """Writing a surveyed archive as `user`: rows in order, matched to rows already here by their stable keys."""
+
+    reader: ArchiveReader
+    source: str
+    counts: Counter = field(default_factory=Counter)
+    merged: Counter = field(default_factory=Counter)
+    saved: dict[type[Model], list] = field(default_factory=lambda: defaultdict(list))
+    written_files: list[str] = field(default_factory=list)
+    # An archive row's (label, id) -> the id of the row already here that it was merged into, or None for a row
+    # left out (a chunk of a merged document that document does not have).
+    matched: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def run(self, user) -> None:
+        deferred = []
+        for position, row in self.reader.rows():
+            model = _model(row, position)
+            key = (_label(model), str(row["pk"]))
+            of_merged_document = (
+                model is Chunk and ("knowledge.document", str(row["fields"].get("document"))) in self.matched
             )
+            self._point_at_this_instance(model, row["fields"], user)
+            if model is Memory:
+                # Here a memory came from the archive; how it was first written stays in its `sources`.
+                row["fields"]["origin"], row["fields"]["origin_key"] = EditVia.IMPORT, None
+            if of_merged_document:  # the chunk at its place in the document already here stands for it
+                self.matched[key] = self._same_chunk(row)
+            here = _counterpart(model, row["fields"], user)
+            if here is not None:
+                self.matched[key] = here
+            if key in self.matched:
+                self.merged[key[0]] += 1
+                continue
+            if model not in RENUMBERED and model._default_manager.filter(pk=row["pk"]).exists():
+                raise PortabilityError(
+                    f"row {position}: this instance already holds {model._meta.verbose_name_plural} from this "
+                    "archive (it was loaded here before): import it into another instance, or delete that data first"
+                )
+            item = self._save(model, row, position)
+            if item.deferred_fields:
+                deferred.append(item)
+        for item in deferred:
+            item.save_deferred_fields()
+
+    def _point_at_this_instance(self, model: type[Model], fields: dict[str, Any], user) -> None:
+        """The archive's user becomes `user` (another person's edit keeps no editor: they have no account here);
+        references to merged rows point at the rows they were merged into."""
+        for relation in _relations(model):
+            name = relation.name
+            if name not in fields:
+                continue
+            if relation.related_model is get_user_model():
+                fields[name] = user.pk if name == "user" or fields[name] == [self.source] else None
+                continue
+            target = _label(relation.related_model)
+            if relation.many_to_many:
+                ids = [self.matched.get((target, str(pk)), pk) for pk in fields[name]]
+                fields[name] = [pk for pk in ids if pk is not None]
+            elif fields[name] is not None:
+                fields[name] = self.matched.get((target, str(fields[name])), fields[name])
+
+    def _same_chunk(self, row: dict[str, Any]):
+        fields = row["fields"]
+        return (
+            Chunk.objects.filter(document_id=fields["document"], ordinal=fields.get("ordinal"))
+            .values_list("pk", flat=True)
+            .first()
+        )
+
+    def _save(self, model: type[Model], row: dict[str, Any], position: int):
+        try:
+            [item] = serializers.deserialize("python", [row], handle_forward_references=True)
+        except DeserializationError as exc:
+            raise PortabilityError(f"row {position} ({_label(model)}) could not be read: {exc}") from None
+        if model in RENUMBERED:
+            item.object.pk = None
+        file_field = FILE_FIELDS.get(model, "")
+        stored = getattr(item.object, file_field).name if file_field else ""
+        if stored:
+            content = self.reader.file(stored)
+            getattr(item.object, file_field).save(stored.rsplit("/", 1)[-1], ContentFile(content), save=False)
+            self.written_files.append(getattr(item.object, file_field).name)
+        try:
+            with transaction.atomic():
+                item.save()
+        except IntegrityError:
+            raise PortabilityError(
+                f"row {position} ({_label(model)}) conflicts with data already stored here"
+            ) from None
+        self.counts[_label(model)] += 1
+        self.saved[model].append(item.object.pk)
+        return item
 
 
-def _mirror(user) -> None:
+def _counterpart(model: type[Model], fields: dict[str, Any], user):
+    """The id of `user`'s row that this archive row names by its stable key, if there is one."""
+    found: QuerySet[Any, Any]
+    if model is AgentSession:
+        found = AgentSession.objects.filter(user=user, key=fields.get("key"))
+    elif model is Document:
+        found = Document.objects.filter(
+            user=user, namespace=fields.get("namespace", "default"), sha256=fields.get("sha256")
+        )
+    elif model is Entity:
+        found = Entity.objects.filter(user=user, key=fields.get("key"))
+    elif model is Relation:
+        found = Relation.objects.filter(
+            user=user,
+            source_id=fields.get("source"),
+            target_id=fields.get("target"),
+            relation_type=fields.get("relation_type", "RELATED_TO"),
+        )
+    elif model is GoldenQuestion:
+        found = GoldenQuestion.objects.filter(
+            user=user, target=fields.get("target", "memories"), text=fields.get("text")
+        )
+    else:
+        return None
+    return found.values_list("pk", flat=True).first()
+
+
+def _mirror(saved: dict[type[Model], list]) -> None:
     """Vectors for the imported memories and chunks, and the Neo4j graph when there is one."""
-    memory_ids = [str(pk) for pk in Memory.objects.filter(user=user).values_list("pk", flat=True)]
+    memory_ids = [str(pk) for pk in saved.get(Memory, [])]
     for start in range(0, len(memory_ids), 256):
         mirror.sync_memories(memory_ids[start : start + 256])
-    chunk_ids = [str(pk) for pk in Chunk.objects.filter(user=user).values_list("pk", flat=True)]
+    chunk_ids = [str(pk) for pk in saved.get(Chunk, [])]
     for start in range(0, len(chunk_ids), 256):
         sync_chunks(chunk_ids[start : start + 256])
     if settings.NEO4J_URI:  # without it the Entity and Relation tables are the graph
-        for entity_id in Entity.objects.filter(user=user).values_list("pk", flat=True):
+        for entity_id in saved.get(Entity, []):
             mirror_entity(str(entity_id))
-        for relation_id in Relation.objects.filter(user=user).values_list("pk", flat=True):
+        for relation_id in saved.get(Relation, []):
             mirror_relation(str(relation_id))

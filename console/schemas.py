@@ -90,4 +90,8 @@ class RunDetailOut(RunOut):
 
 class ImportOut(Schema):
     username: str
-    counts: dict[str, int]
+    counts: dict[str, int] = Field(description="Rows written, per model.")
+    merged: dict[str, int] = Field(
+        description="Rows matched to one this account already had (a session by its key, a document by its "
+        "namespace and content, an entity by its key, ...), per model."
+    )

@@ -1,9 +1,11 @@
 """The evaluation pages (golden questions, runs and their history, the "✓ right answer" button on search
-results) and the download and upload of a user's archive. Every query starts from request.user; writes go through
-console.evaluation and console.portability."""
+results), the dashboard, and the download and upload of a user's archive. The evaluation pages and the dashboard
+read subject_user(request), the signed-in user or the one a staff member opened (core.acting); the archive and
+API keys pages are always the viewer's own. Writes go through console.evaluation and console.portability."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import Count, Prefetch
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,6 +16,8 @@ from console import evaluation, portability
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
+from console.secret_scan import scan_secrets
+from core.acting import subject_user, subject_view
 from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
 from core.models import ApiKey, PrivacySettings
@@ -22,6 +26,7 @@ from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
+from memories import facets
 from memories.history import most_and_least_retrieved
 from memories.models import AgentSession, Entity, Memory
 from memories.profile import user_profile
@@ -76,7 +81,7 @@ def summary_rows(run: EvaluationRun, previous: EvaluationRun | None) -> list[dic
 
 
 def _questions(request: AuthenticatedHttpRequest):
-    return GoldenQuestion.objects.for_user(request.user).prefetch_related(
+    return GoldenQuestion.objects.for_user(subject_user(request)).prefetch_related(
         Prefetch("expected_memories", Memory.objects.only("pk", "content", "memory_type")),
         Prefetch(
             "expected_chunks",
@@ -88,7 +93,7 @@ def _questions(request: AuthenticatedHttpRequest):
 
 
 def _page(request: AuthenticatedHttpRequest, **extra) -> dict:
-    history = evaluation.run_history(user=request.user)
+    history = evaluation.run_history(user=subject_user(request))
     latest = history[0] if history else None
     return {
         "questions": _questions(request),
@@ -111,19 +116,21 @@ def _overall(run: EvaluationRun | None) -> dict | None:
 # --- the page and golden questions ------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def evaluation_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, TEMPLATE, _page(request))
 
 
+@subject_view
 @login_required
 @require_POST
 def question_add(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = QuestionForm(request.POST)
     if form.is_valid():
         try:
-            evaluation.question_create(user=request.user, **form.service_arguments())
+            evaluation.question_create(user=subject_user(request), **form.service_arguments())
         except evaluation.EvaluationError as exc:
             form.add_error(None, str(exc))
     if not form.errors:
@@ -161,6 +168,7 @@ def _edit_form(question: GoldenQuestion) -> QuestionForm:
     return QuestionForm(initial=initial, prefix_id=f"edit-{question.pk}")
 
 
+@subject_view
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -188,6 +196,7 @@ def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "console/question_edit.html", context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def question_row(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -195,6 +204,7 @@ def question_row(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, f"{TEMPLATE}#question-row", {"question": _question(request, pk)})
 
 
+@subject_view
 @login_required
 @require_POST
 def question_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -215,17 +225,21 @@ def _candidates(
         ids = []
     rows = []
     if target == Target.KNOWLEDGE:
-        chunks = owned_by_pk(Chunk.objects.select_related("document"), request.user, ids)
+        chunks = owned_by_pk(Chunk.objects.select_related("document"), subject_user(request), ids)
         rows += [_chunk_candidate(chunk, checked=True) for chunk in chunks]
-        namespaces = sorted(set(Document.objects.for_user(request.user).values_list("namespace", flat=True)))
+        namespaces = sorted(
+            set(Document.objects.for_user(subject_user(request)).values_list("namespace", flat=True))
+        )
         if query and namespaces:  # every namespace the user has: the question's come from its answers
-            hits = search_chunks(user=request.user, query=query, namespaces=namespaces, limit=PICKER_LIMIT)
+            hits = search_chunks(
+                user=subject_user(request), query=query, namespaces=namespaces, limit=PICKER_LIMIT
+            )
             rows += [_chunk_candidate(hit.chunk) for hit in hits.hits]
     else:
-        memories = owned_by_pk(Memory.objects.all(), request.user, ids)
+        memories = owned_by_pk(Memory.objects.all(), subject_user(request), ids)
         rows += [_memory_candidate(memory, checked=True) for memory in memories]
         if query:
-            memory_hits = search_memories(user=request.user, query=query, limit=PICKER_LIMIT).hits
+            memory_hits = search_memories(user=subject_user(request), query=query, limit=PICKER_LIMIT).hits
             rows += [_memory_candidate(hit.memory) for hit in memory_hits]
     seen, unique = set(), []
     for row in rows:
@@ -244,6 +258,7 @@ def _chunk_candidate(chunk: Chunk, *, checked: bool = False) -> dict:
     return {"id": chunk.pk, "label": label, "kind": "chunk", "checked": checked}
 
 
+@subject_view
 @login_required
 @require_GET
 def answer_picker(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -258,13 +273,14 @@ def answer_picker(request: AuthenticatedHttpRequest) -> HttpResponse:
 # --- runs ------------------------------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_POST
 def run_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = RunForm(request.POST)
     scope = (form.cleaned_data["scope"] if form.is_valid() else "") or RunScope.ALL
     try:
-        run = evaluation.evaluation_run(user=request.user, scope=scope)
+        run = evaluation.evaluation_run(user=subject_user(request), scope=scope)
     except evaluation.EvaluationError as exc:
         if not request.htmx:
             messages.error(request, str(exc))
@@ -277,10 +293,11 @@ def run_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("evaluation_run", pk=run.pk)
 
 
+@subject_view
 @login_required
 @require_GET
 def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(EvaluationRun.objects.for_user(request.user), pk=pk)
+    run = get_object_or_404(EvaluationRun.objects.for_user(subject_user(request)), pk=pk)
     view = evaluation.run_view(run, run.previous())
     context = {
         "view": view,
@@ -295,6 +312,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 # --- the "✓ right answer" button on the memory and knowledge search results -------------------------------------
 
 
+@subject_view
 @login_required
 @require_POST
 def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -309,7 +327,7 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
         knowledge = data["target"] == Target.KNOWLEDGE
         try:
             question, created = evaluation.question_add_answer(
-                user=request.user,
+                user=subject_user(request),
                 target=data["target"],
                 text=data["q"],
                 answer_id=data["answer"],
@@ -352,30 +370,35 @@ def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     except portability.PortabilityError as exc:
         messages.error(request, f"{upload.name} was not imported: {exc}")
         return redirect("api_keys")
-    total = sum(imported.counts.values())
-    messages.success(request, f"Imported {upload.name}: {total:,} rows, now searchable.")
+    total, merged = sum(imported.counts.values()), sum(imported.merged.values())
+    also = f" ({merged:,} more matched what you already had)" if merged else ""
+    messages.success(request, f"Imported {upload.name}: {total:,} rows{also}, now searchable.")
     return redirect("api_keys")
 
 
 # --- Dashboard, health and API keys ------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
-    memories = Memory.objects.for_user(request.user)
+    memories = Memory.objects.for_user(subject_user(request))
     by_type = dict(memories.values_list("memory_type").annotate(n=Count("id")).order_by())
     context = {
         "memory_count": sum(by_type.values()),
         "by_type": by_type,
-        "entity_count": Entity.objects.filter(user=request.user).count(),
-        "document_count": Document.objects.for_user(request.user).count(),
-        "session_count": AgentSession.objects.for_user(request.user).count(),
+        "entity_count": Entity.objects.filter(user=subject_user(request)).count(),
+        "document_count": Document.objects.for_user(subject_user(request)).count(),
+        "session_count": AgentSession.objects.for_user(subject_user(request)).count(),
         "recent": memories.select_related("session")[:8],
-        "profile": user_profile(request.user, per_group=5),
+        "profile": user_profile(subject_user(request), per_group=5),
+        "sources": facets.source_counts(subject_user(request)),
+        "tags": facets.tag_counts(subject_user(request)),
+        "top_tags": facets.TOP_TAGS,
     }
     # Most and least retrieved memories (memories.history), each row a link to the memory.
-    context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(request.user)
+    context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(subject_user(request))
     return render(request, "console/dashboard.html", context)
 
 
@@ -401,10 +424,31 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
             form = ApiKeyForm()
         else:
             status = 422
-    keys = ApiKey.objects.for_user(request.user)
-    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
-    context = {"form": form, "keys": keys, "new_key": new_key, "privacy_form": privacy_form}
+    context = {"form": form, "new_key": new_key, **_privacy_context(request)}
     return render(request, "console/api_keys.html", context, status=status)
+
+
+def _privacy_context(request: AuthenticatedHttpRequest) -> dict:
+    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
+    return {"keys": ApiKey.objects.for_user(request.user), "privacy_form": privacy_form}
+
+
+@login_required
+@require_POST
+def secret_scan(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Scan the stored data for secrets: "preview" counts them, "mask" masks them (console.secret_scan). Your
+    own data; staff may scan every user's."""
+    everyone = request.POST.get("everyone") == "1"
+    if everyone and not request.user.is_staff:
+        return HttpResponse("Only staff may scan every user's data.", status=403)
+    dry_run = request.POST.get("action") != "mask"
+    users = list(User.objects.order_by("pk")) if everyone else [request.user]
+    report = scan_secrets(users=users, dry_run=dry_run, editor=request.user)
+    context = {"scan": report, "scan_everyone": everyone}
+    if request.htmx:
+        return render(request, "console/api_keys.html#secret-scan", context)
+    form = ApiKeyForm()
+    return render(request, "console/api_keys.html", {"form": form, **_privacy_context(request), **context})
 
 
 @login_required

@@ -1,14 +1,19 @@
 """How much of each input Mnemo accepts, and which characters it stores: one rule for every write path.
 
 Every cap bounds the work one request can cause (search and entity extraction grow with their text) and is
-named in the message of the error that enforces it. Text is refused rather than silently changed: a lone
-surrogate cannot be encoded for the database or a JSON answer, and PostgreSQL rejects NUL, so either would
-store on one backend and fail on another, or fail every later read.
+named in the message of the error that enforces it. Text a person or an agent writes is refused rather than
+silently changed: a lone surrogate cannot be encoded for the database or a JSON answer, and PostgreSQL rejects
+NUL, so either would store on one backend and fail on another, or fail every later read. Other control
+characters (C0 but tab, newline and return; DEL; the C1 block with U+0085 NEL) and the line and paragraph
+separators U+2028/U+2029 are refused too: line-oriented readers (Python's str.splitlines among them) break a
+line at them, and an export read that way once failed on every memory that held one. Text Mnemo extracts
+itself (a converted document) is cleaned by the same rule instead (`clean_text`).
 """
 
 import json
 import math
 import re
+import unicodedata
 from typing import Any
 
 from core.errors import RequestRefused
@@ -23,9 +28,22 @@ MAX_METADATA_DEPTH = 5
 MAX_CHAT_MESSAGE_CHARS = 8_000
 MAX_CHAT_MESSAGES = 200
 MAX_CHAT_TOTAL_CHARS = 100_000
+# A text the RAG tool adds as a document (a JSON body's 10 MiB bounds it too).
+MAX_DOCUMENT_TEXT_CHARS = 5_000_000
 
-# C0 controls except tab, newline and carriage return; DEL; lone UTF-16 surrogates.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# The characters refused in text, as (first, last) code points: C0 controls except tab, newline and carriage
+# return; DEL and the C1 controls; the line and paragraph separators. Lone UTF-16 surrogates are refused too.
+REFUSED_RANGES = ((0x00, 0x08), (0x0B, 0x0C), (0x0E, 0x1F), (0x7F, 0x9F), (0x2028, 0x2029))
+_SURROGATES = (0xD800, 0xDFFF)
+_UNSAFE = re.compile(
+    "[" + "".join(f"\\u{first:04x}-\\u{last:04x}" for first, last in (*REFUSED_RANGES, _SURROGATES)) + "]"
+)
+# The same rule as an ECMA 262 pattern for the API schema. Unpaired surrogates cannot be said in a pattern (and
+# JSON text in UTF-8 cannot carry them anyway).
+STORABLE_PATTERN = "^[^" + "".join(f"\\u{first:04x}-\\u{last:04x}" for first, last in REFUSED_RANGES) + "]*$"
+STORABLE_RULE = "No control characters but tab, newline and carriage return, and no U+2028/U+2029 separators."
+# What clean_text puts in place of a refused line break; every other refused character is dropped.
+_LINE_BREAKS = {"\x0b": "\n", "\x0c": "\n\n", "\x85": "\n", "\u2028": "\n", "\u2029": "\n\n"}
 
 
 class InputRejected(RequestRefused):
@@ -38,11 +56,20 @@ def check_text(value: str, name: str, max_chars: int) -> str:
         raise InputRejected(f"{name} is {len(value):,} characters long; the limit is {max_chars:,}")
     bad = _UNSAFE.search(value)
     if bad:
+        char = bad.group()
+        described = unicodedata.name(char, "") or "a control character or unpaired surrogate"
+        hint = "; use \\n for a line break" if char in _LINE_BREAKS else ""
         raise InputRejected(
-            f"{name} contains the character U+{ord(bad.group()):04X} at position {bad.start()}: "
-            "control characters, NUL and unpaired surrogates are not accepted"
+            f"{name} contains the character U+{ord(char):04X} ({described}) at position {bad.start()}: "
+            f"control characters, line and paragraph separators, NUL and unpaired surrogates are not accepted{hint}"
         )
     return value
+
+
+def clean_text(value: str) -> str:
+    """`value` with the characters check_text refuses taken out, line and page breaks among them made newlines:
+    for text Mnemo extracts itself (a converted file), where nobody is there to be told."""
+    return _UNSAFE.sub(lambda match: _LINE_BREAKS.get(match.group(), ""), value)
 
 
 def check_names(values: list[Any], name: str) -> list[str]:

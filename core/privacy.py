@@ -2,9 +2,9 @@
 
 Two categories, each with its own per-user policy (core.models.PrivacySettings; default: mask secrets, keep
 personal data):
-- secrets: API keys and tokens in the formats detect-secrets knows (its regex plugins: AWS, GitHub, GitLab, Slack,
-  Stripe, OpenAI, JWT, private key blocks, …) and a value given as a password, token, secret or key
-  ("password: hunter2", "密码是 abc123");
+- secrets (core.secrets): API keys and tokens (detect-secrets' formats, random-looking tokens), private key
+  blocks, URL credentials and a value given to a password's, token's or secret's name, in code, config or prose
+  ("db_password=…", "the password for X is …", "X的密码是…"), each found and masked whole;
 - personal: phone numbers (Google's libphonenumber, `phonenumbers`, valid numbers only), payment card numbers and
   national ID numbers, among them the Chinese resident ID (身份证号) and the US SSN (checksums by python-stdnum).
 Each finding is checked (checksum, number validity), so ordinary numbers, dates and versions are left alone. The
@@ -13,26 +13,14 @@ finding's value is never recorded: only its kind and what was done.
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from typing import Any
 
 from core.limits import InputRejected
+from core.secrets import find_secrets, placeholder
 
 SECRET, PERSONAL = "secret", "personal"
 MASK, KEEP, REFUSE = "mask", "keep", "refuse"
 
-# "password: x", "api key = x", "token is x", "密码是x", "密钥：x": the value that follows.
-_ASSIGNED = re.compile(
-    r"(?i)\b(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[ _-]?key|access[ _-]?key|private[ _-]?key|pin)"
-    r"(?:\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{4,})"
-    # "my password is hunter2": after "is", only a value with a digit or symbol ("is strong" is no password)
-    r"|\s+(?:is|was)\s+[\"']?(?P<said>(?=[^\s\"',;]*[\d\W_])[^\s\"',;.]{4,}))"
-    r"|(?:密码|口令|密钥|令牌|验证码)(?:是|为|:|：|=)\s*(?P<zh_value>[^\s，。,;；]{4,})"
-)
-# Key formats detect-secrets does not know yet: current OpenAI/Anthropic keys and bearer tokens.
-_KEY_FORMATS = [
-    re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}"),
-    re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}"),
-]
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 _CN_RESIDENT_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
 _US_SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
@@ -74,48 +62,16 @@ class Screened:
         ]
 
 
-@cache
-def _token_patterns() -> list[tuple[str, re.Pattern]]:
-    """detect-secrets' format detectors (its regex plugins), public IP addresses left out: not a secret."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    import detect_secrets.plugins as plugins
-    from detect_secrets.plugins.base import RegexBasedDetector
-
-    patterns = []
-    for module_info in pkgutil.iter_modules(plugins.__path__):
-        module = importlib.import_module(f"{plugins.__name__}.{module_info.name}")
-        for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, RegexBasedDetector)
-                and value.__module__ == module.__name__
-                and not inspect.isabstract(value)
-                and value.__name__ != "IPPublicDetector"
-            ):
-                kind = "private_key" if value.__name__ == "PrivateKeyDetector" else "api_key"
-                patterns += [(kind, pattern) for pattern in value().denylist]
-    return patterns
-
-
 def find(text: str) -> list[Finding]:
-    """Every secret and piece of personal data in `text`, first first, overlaps merged."""
-    found: list[Finding] = []
-    for kind, pattern in _token_patterns():
-        found += [Finding(kind, SECRET, m.start(), m.end()) for m in pattern.finditer(text)]
-    for pattern in _KEY_FORMATS:
-        found += [Finding("api_key", SECRET, m.start(), m.end()) for m in pattern.finditer(text)]
-    for match in _ASSIGNED.finditer(text):
-        group = next(name for name in ("value", "said", "zh_value") if match.group(name))
-        found.append(Finding("password", SECRET, match.start(group), match.end(group)))
-    found += _personal(text)
-    found.sort(key=lambda f: (f.start, -f.end))
+    """Every secret and piece of personal data in `text`, first first. A secret is found whole (core.secrets);
+    personal data inside a secret is part of the secret."""
+    secrets = [Finding(s.kind, SECRET, s.start, s.end) for s in find_secrets(text)]
+    personal = [p for p in _personal(text) if not any(s.start < p.end and p.start < s.end for s in secrets)]
+    found = sorted(secrets + personal, key=lambda f: (f.start, -f.end))
     merged: list[Finding] = []
     for finding in found:
         if merged and finding.start < merged[-1].end:
-            continue  # inside one already found (a key inside "api_key=…")
+            continue  # two readings of one number (a card that is also a phone number)
         merged.append(finding)
     return merged
 
@@ -167,5 +123,39 @@ def screen(text: str, policies: dict[str, str]) -> Screened:
     masked = text
     for finding in reversed(findings):
         if policies[finding.category] == MASK:
-            masked = masked[: finding.start] + f"[{finding.kind} masked]" + masked[finding.end :]
+            masked = masked[: finding.start] + placeholder(finding.kind) + masked[finding.end :]
     return Screened(masked, findings, "", policies)
+
+
+def screen_json_for(user, value: Any, what: str) -> tuple[Any, list[dict]]:
+    """Every string inside a JSON value (metadata) screened by the user's policies, its keys kept; returns the
+    value to store and the record of what was found. Raises Refused as `screen_for` does."""
+    from core.models import PrivacySettings
+
+    policies = PrivacySettings.policies_for(user)
+    record: list[dict] = []
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            screened = screen(item, policies)
+            if screened.refused:
+                raise Refused(f"{what} was not stored: {screened.refused}")
+            record.extend(screened.record())
+            return screened.text
+        if isinstance(item, dict):
+            return {key: walk(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [walk(inner) for inner in item]
+        return item
+
+    return walk(value), record
+
+
+def mask_secrets(text: str) -> Screened:
+    """`text` with its secrets masked and nothing else looked for: what a scan of stored text does, and what a
+    search's query is logged as."""
+    findings = [Finding(s.kind, SECRET, s.start, s.end) for s in find_secrets(text)]
+    masked = text
+    for finding in reversed(findings):
+        masked = masked[: finding.start] + placeholder(finding.kind) + masked[finding.end :]
+    return Screened(masked, findings, "", {SECRET: MASK, PERSONAL: KEEP})

@@ -28,15 +28,12 @@ from core.limits import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
+    STORABLE_PATTERN,
+    STORABLE_RULE,
     InputRejected,
     check_json,
     check_text,
 )
-
-# What core.limits refuses (C0 controls but tab, newline and return; DEL), as an ECMA 262 pattern. Unpaired
-# surrogates are refused too but cannot be said in a pattern: JSON text in UTF-8 cannot carry them anyway.
-STORABLE_PATTERN = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]*$"
-STORABLE_RULE = "No control characters but tab, newline and carriage return."
 
 # Years the database and date arithmetic hold on SQLite and PostgreSQL, whatever the UTC offset.
 EARLIEST_YEAR, LATEST_YEAR = 2, 9998

@@ -16,6 +16,8 @@ from functools import cache, lru_cache
 
 from tokenizers import Tokenizer
 
+from core.secrets import without_masks
+
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 _tokenizer_lock = threading.Lock()
@@ -57,6 +59,14 @@ def _wordpiece() -> Tokenizer:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
+
+
+def is_vocabulary_word(word: str) -> bool:
+    """Whether the English word is whole in the local model's WordPiece vocabulary (30,000 common words and
+    names): "breakfast" is, "Tomasz" is not."""
+    with _tokenizer_lock:
+        tokenizer = _wordpiece()
+    return tokenizer.token_to_id(word.lower()) is not None
 
 
 def count_tokens(text: str) -> int:
@@ -121,7 +131,10 @@ def query_words(text: str) -> list[str]:
 
 
 def _runs(text: str) -> Iterator[tuple[str, str]]:
-    """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty."""
+    """The text as (the non-CJK text before a CJK run, that run) pairs; the last pair's run is empty. A mask's
+    placeholder ("[password masked]") is left out: it says nothing a search could ask for, and its words
+    would make every masked memory match "password"."""
+    text = without_masks(text)
     position = 0
     for run in CJK_RUN.finditer(text):
         yield text[position : run.start()], run.group()

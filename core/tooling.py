@@ -8,10 +8,12 @@ from typing import Any, Literal, overload
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from ninja import Schema
+from pydantic import Field, TypeAdapter, ValidationError
 
+from core.errors import RequestRefused
 from core.limits import InputRejected
+from core.schemas import EARLIEST_YEAR, LATEST_YEAR, Timestamp
 
 
 def is_finite_number(value: Any) -> bool:
@@ -27,6 +29,19 @@ class ToolReply:
     ok: bool
     text: str
     data: dict[str, Any] = field(default_factory=dict)
+    # The HTTP status the tool endpoints answer with: 200 for a reply that is ok, else 422 (a parameter the
+    # action refuses) unless the reply names another (404: no such memory).
+    status: int = 0
+
+    def __post_init__(self) -> None:
+        self.status = self.status or (200 if self.ok else 422)
+
+    def answer(self) -> dict[str, Any]:
+        """The reply as the tool endpoints send it; a refusal also carries `detail`, as every API error does."""
+        body: dict[str, Any] = {"ok": self.ok, "text": self.text, "data": self.data}
+        if not self.ok:
+            body["detail"] = self.data.get("error") or self.text
+        return body
 
 
 class ToolOut(Schema):
@@ -35,6 +50,16 @@ class ToolOut(Schema):
     ok: bool
     text: str
     data: dict[str, Any]
+
+
+class ToolRefusalOut(Schema):
+    """A reply that is not ok (404, 422): the tool's reply with the reason in `detail`. A body that is not a JSON
+    object gets the API's own 422, with `detail` alone."""
+
+    detail: str | list[dict[str, Any]]
+    ok: bool = False
+    text: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
 
 
 def tool_user(user_id: str):
@@ -76,12 +101,7 @@ class Params:
         self, name: str, default: float, *, low: float | None = None, high: float | None = None
     ) -> float:
         value = self.raw.get(name, default)
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}") from None
-        if not is_finite_number(value):
+        if not is_finite_number(value):  # JSON numbers only, as in the REST API: not "0.5", not true
             raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}")
         if (low is not None and value < low) or (high is not None and value > high):
             raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
@@ -89,9 +109,7 @@ class Params:
 
     def integer(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
         value = self.raw.get(name, default)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer():  # 5.0 is the JSON number 5; "5" is text
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise ToolInputError(f"parameter '{name}' must be a whole number, got {value!r}")
@@ -101,8 +119,6 @@ class Params:
 
     def flag(self, name: str, default: bool) -> bool:
         value = self.raw.get(name, default)
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-            value = value.strip().lower() in ("true", "1")
         if not isinstance(value, bool):
             raise ToolInputError(f"parameter '{name}' must be true or false, got {value!r}")
         return value
@@ -141,20 +157,28 @@ class Params:
         return (parse_moment(value[0], "time_range[0]"), parse_moment(value[1], "time_range[1]"))
 
 
+_TIMESTAMP: TypeAdapter[datetime] = TypeAdapter(Timestamp)
+
+
 def parse_moment(value: Any, name: str) -> datetime | None:
+    """A date-time parameter by the REST API's rule (core.schemas.Timestamp): ISO 8601 text within the years the
+    database holds; from Python, a datetime too. A naive time is UTC."""
     if value in (None, ""):
         return None
-    moment: datetime | None
     if isinstance(value, datetime):
         moment = value
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value, tz=UTC)
+        if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
+            raise ToolInputError(
+                f"parameter '{name}' must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR}"
+            )
     else:
-        moment = parse_datetime(str(value)) if isinstance(value, str) else None
-        if moment is None and isinstance(value, str) and len(value) == 10:
-            moment = parse_datetime(value + "T00:00:00")
-        if moment is None:
-            raise ToolInputError(f"parameter '{name}' is not an ISO 8601 date or time: {value!r}")
+        try:
+            moment = _TIMESTAMP.validate_python(value)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ToolInputError(
+                f"parameter '{name}' is not an ISO 8601 date or time Mnemo takes ({reason}): {value!r}"
+            ) from None
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
@@ -170,6 +194,12 @@ class ActionTool:
     write_actions: frozenset[str] = frozenset()
     refusals: tuple[type[Exception], ...] = (InputRejected,)
 
+    @classmethod
+    def writes(cls, parameters: dict[str, Any]) -> bool:
+        """Whether these parameters ask for an action that changes data (which needs a write key)."""
+        action = parameters.get("action")
+        return isinstance(action, str) and action in cls.write_actions
+
     def run(self, parameters: dict[str, Any]) -> str:
         return self.execute(parameters).text
 
@@ -183,11 +213,13 @@ class ActionTool:
         valid = ", ".join(self.actions)
         if not action:
             return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {valid}")
-        if action not in self.actions:
-            return ToolReply(False, f"❌ 不支持的操作: {action}；可用操作: {valid}")
+        if not isinstance(action, str) or action not in self.actions:
+            shown = action if isinstance(action, str) else repr(action)
+            return ToolReply(False, f"❌ 不支持的操作: {shown}；可用操作: {valid}")
         params = Params(parameters)
         try:
             self.prepare(params)
             return getattr(self, f"_{action}")(params)
         except self.refusals as exc:
-            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)})
+            status = exc.status if isinstance(exc, RequestRefused) else 422
+            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)}, status)

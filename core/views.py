@@ -6,9 +6,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.views import defaults
 from django.views.decorators.http import require_GET
 
 from core.forms import SignInForm
@@ -38,6 +40,24 @@ def not_found(request: HttpRequest, exception=None) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"detail": "Not found: no API route matches this path."}, status=404)
     return render(request, "404.html", {"request_path": request.path, "show_nav": True}, status=404)
+
+
+def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
+    """A request Django refused before a view could read it: a body over DATA_UPLOAD_MAX_MEMORY_SIZE is 413,
+    and an API client gets JSON like every other API error (Django's own answer is an HTML page)."""
+    too_big = isinstance(exception, RequestDataTooBig)
+    if _is_api(request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024**2
+        detail = (
+            f"The request body is over {limit} MiB (files go as multipart uploads, up to MNEMO_MAX_UPLOAD_MB)."
+            if too_big
+            else "Bad request: the server could not read it."
+        )
+        return JsonResponse({"detail": detail}, status=413 if too_big else 400)
+    response = defaults.bad_request(request, exception)
+    if too_big:
+        response.status_code = 413
+    return response
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -5,15 +5,14 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Body, File, Form, Query, Router, Status, UploadedFile
-from ninja.errors import HttpError
+from ninja import File, Form, Query, Router, Status, UploadedFile
 from ninja.pagination import paginate
 
 from core.auth import WRITE_AUTH, ApiRequest, require_write
 from core.llm import Budget
 from core.pagination import BoundedLimitOffset
 from core.schemas import FormFlag
-from core.tooling import ToolOut
+from core.tooling import ToolOut, ToolRefusalOut
 from knowledge import services
 from knowledge.models import Chunk, Document
 from knowledge.schemas import (
@@ -26,6 +25,7 @@ from knowledge.schemas import (
     KnowledgeSearchIn,
     KnowledgeSearchOut,
     Namespace,
+    RagToolIn,
     StatusOut,
     UploadOut,
 )
@@ -172,19 +172,24 @@ knowledge_ask.__doc__ = (
 )
 
 
-@router.post("/tools/rag", tags=["tools"], response=ToolOut, summary="Hello-Agents' RAGTool.run({...})")
-def rag_tool(request: HttpRequest, payload: Body[dict[str, Any]]):
-    """The same dict RAGTool.run takes: {"action": "add_text"|"search"|"ask"|"stats"|"clear", "namespace": ...}.
-    add_document needs a server path, so over the API upload to POST /api/v1/documents instead."""
-    if payload.get("action") in RAGTool.write_actions:
+@router.post(
+    "/tools/rag",
+    tags=["tools"],
+    response={200: ToolOut, frozenset({404, 422}): ToolRefusalOut},
+    summary="Hello-Agents' RAGTool.run({...})",
+)
+def rag_tool(request: HttpRequest, payload: RagToolIn):
+    """The same dict RAGTool.run takes: {"action": "add_text"|"search"|"ask"|"stats"|"clear", "namespace": ...},
+    each parameter typed as on the REST routes. add_document needs a server path, so over the API upload to
+    POST /api/v1/documents instead. A refused action answers 422 with the tool's reply and `detail`."""
+    parameters = payload.parameters()
+    if RAGTool.writes(parameters):
         require_write(request)
-    namespace = payload.get("namespace") or "default"
-    if not isinstance(namespace, str):
-        raise HttpError(422, "namespace must be a string")
     tool = RAGTool(
-        rag_namespace=namespace,
+        rag_namespace=parameters.get("namespace", "default"),
         user_id=_owner(request).get_username(),
         allow_file_paths=False,
         budget=Budget.for_request(request),
     )
-    return tool.execute(payload).__dict__
+    reply = tool.execute(parameters)
+    return Status(reply.status, reply.answer())

@@ -5,12 +5,14 @@ from typing import Annotated, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import BaseModel
 
 from core import hybrid
-from core.limits import MAX_LIST_ITEMS, MAX_QUERY_CHARS
+from core.limits import MAX_DOCUMENT_TEXT_CHARS, MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.schemas import BodySchema, Flag, Number, Whole, text_rules
 from knowledge.models import Document
 from knowledge.services import NAMESPACE
+from knowledge.tools import ACTIONS as RAG_TOOL_ACTIONS
 
 # The rule knowledge.services.check_namespace applies, as a schema pattern (which also refuses what it strips).
 Namespace = Annotated[
@@ -127,3 +129,33 @@ class DocumentFilter(Schema):
         Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled", "paused"]
         | None
     ) = None
+
+
+class RagToolIn(BaseModel):
+    """RAGTool.run's dict: the action and the parameters it reads, each typed as its REST counterpart; others
+    are ignored, as Hello-Agents' tool did."""
+
+    action: Literal[RAG_TOOL_ACTIONS]  # type: ignore[valid-type]
+    namespace: Namespace | None = None
+    # add_text (add_document takes a server path, which the API refuses: upload to POST /documents instead)
+    text: Annotated[str, *text_rules(MAX_DOCUMENT_TEXT_CHARS)] | None = None
+    document_id: Annotated[str, *text_rules(255)] | None = Field(None, description="The document's title.")
+    file_path: str | None = None
+    chunk_size: Whole | None = Field(None, ge=50, le=8000)
+    chunk_overlap: Whole | None = Field(None, ge=0, lt=4000, description="Less than half of chunk_size.")
+    # search, ask
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    question: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    limit: Whole | None = Field(None, ge=1, le=50)
+    min_score: Number | None = Field(None, ge=0.0, le=1.0)
+    enable_advanced_search: Flag | None = None
+    max_chars: Whole | None = Field(None, ge=100, le=20000)
+    include_citations: Flag | None = None
+    # clear
+    confirm: Flag | None = Field(None, description="clear needs true.")
+
+    def parameters(self) -> dict:
+        """The dict the tool takes: what the caller sent, without nulls (a null means "the default")."""
+        return {
+            name: value for name, value in self.model_dump(exclude_unset=True).items() if value is not None
+        }

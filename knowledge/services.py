@@ -139,18 +139,22 @@ def document_create(
             document_retry(document=existing, background=background)
         return Accepted(existing, created=False)
     file.seek(0)
+    stem, extension = name[: len(name) - len(Path(name).suffix)], Path(name).suffix
+    # A secret in the title or the file's name is screened like the text (the extension stays for conversion).
+    stem = privacy.screen_for(user, stem, "the file's name").text
+    title = privacy.screen_for(user, title or stem, "the title").text
     document = Document(
         user=user,
         namespace=namespace,
-        title=(title or Path(name).stem)[:255],
-        original_name=name,
+        title=title[:255],
+        original_name=stem + extension,
         sha256=sha256,
         mime=kind,
         size=size,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
     )
-    document.file.save(name, File(file, name=name), save=False)
+    document.file.save(document.original_name, File(file, name=document.original_name), save=False)
     document.save()
     _start(document, background)
     return Accepted(document, created=True)
@@ -263,13 +267,10 @@ def document_cancel(*, document: Document) -> Document:
 
 
 def document_delete(*, document: Document) -> None:
-    """Delete a document, its chunks and their vectors (and its stored file).
+    """Delete a document, its chunks and their vectors, and its stored file.
 
-    The chunks' points go with their rows: knowledge.signals removes them in one call once the delete commits."""
-    file = document.file
+    The chunks' points and the file go with their rows: knowledge.signals removes them once the delete commits."""
     document.delete()
-    if file:
-        file.delete(save=False)
 
 
 def clear_namespace(*, user: User, namespace: str) -> int:

@@ -10,7 +10,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from core.dispatch import dispatch_batch_on_commit
-from knowledge.models import Chunk
+from core.files import delete_file_on_commit
+from knowledge.models import Chunk, Document
 from knowledge.tasks import sync_chunks_task
 
 
@@ -18,3 +19,8 @@ from knowledge.tasks import sync_chunks_task
 def mirror_chunk(sender, instance: Chunk, raw: bool = False, **kwargs) -> None:
     if not raw:
         dispatch_batch_on_commit(sync_chunks_task, chunk_ids=str(instance.pk))
+
+
+@receiver(post_delete, sender=Document, dispatch_uid="knowledge.delete_file")
+def delete_document_file(sender, instance: Document, **kwargs) -> None:
+    delete_file_on_commit(instance.file)  # the uploaded original goes with its row (core.files)

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core import stores
-from core.limits import InputRejected
+from core.limits import MAX_DOCUMENT_TEXT_CHARS, InputRejected, check_text
 from core.llm import Budget, get_llm
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, tool_user
 from knowledge import services
@@ -91,7 +91,7 @@ class RAGTool(ActionTool):
             )
         file_path = Path(params.text("file_path", required=True)).expanduser()
         if not file_path.is_file():
-            return ToolReply(False, f"❌ 文件不存在: {file_path}")
+            return ToolReply(False, f"❌ 文件不存在: {file_path}", status=404)
         namespace = self._namespace(params)
         chunk_size, chunk_overlap = self._chunking(params)
         started = time.perf_counter()
@@ -107,10 +107,12 @@ class RAGTool(ActionTool):
         return self._added(accepted, started, file_path.name, namespace)
 
     def _add_text(self, params: Params) -> ToolReply:
-        text = params.text("text", required=True)
+        text = check_text(params.text("text", required=True), "text", MAX_DOCUMENT_TEXT_CHARS)
         namespace = self._namespace(params)
         chunk_size, chunk_overlap = self._chunking(params)
-        document_id = params.text("document_id") or f"text_{int(time.time())}"
+        document_id = (
+            check_text(params.text("document_id", ""), "document_id", 255) or f"text_{int(time.time())}"
+        )
         started = time.perf_counter()
         accepted = services.document_create_from_text(
             user=self.user,
@@ -178,6 +180,7 @@ class RAGTool(ActionTool):
     def _ask(self, params: Params) -> ToolReply:
         question = self._query(params)
         advanced = self._advanced(params)
+        include_citations = params.flag("include_citations", True)
         answer = ask(
             user=self.user,
             question=question,
@@ -195,7 +198,7 @@ class RAGTool(ActionTool):
             "notice": answer.notice,
         }
         lines = [f"🤖 {answer.text}" if answer.llm_used else answer.text]
-        if answer.citations and params.raw.get("include_citations", True):
+        if answer.citations and include_citations:
             lines.append("\n📚 引用:")
             for citation in answer.citations:
                 lines.append(

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from core.files import files_kept
 from core.limits import InputRejected
 from core.models import MirrorState
 from knowledge.models import Document
@@ -213,6 +214,10 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
         for name, ids in alive.items():
             if getattr(memory, name) is not None and getattr(memory, name) not in ids:
                 setattr(memory, name, None)
+        if memory.file.name and not memory.file.storage.exists(memory.file.name):
+            memory.file = (
+                ""  # kept for the undo, then swept as an orphan (core.files): the row comes back alone
+            )
         memory.mirror_state = MirrorState.PENDING
     # Rows that name each other (superseded_by) go in first without the link, then get it back.
     links = {m.pk: m.superseded_by_id for m in memories}
@@ -273,7 +278,8 @@ def bulk_apply(
     done = _done(action, value)
     if action == "delete":
         snapshot = _snapshot(user, memory_ids)
-        count = services.memories_delete(user=user, memory_ids=memory_ids)
+        with files_kept():  # the Undo puts the rows back with their files; the orphan sweep takes the rest
+            count = services.memories_delete(user=user, memory_ids=memory_ids)
         return count, Undo("delete", f"{done} {_plural(count)}", snapshot)
     if action == "set_type":
         before_types = memories_set_type(

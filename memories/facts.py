@@ -8,12 +8,15 @@ can hold together ("I have a cat", "I speak French") have no slot here and are n
 The patterns are the plain grammar of such statements in English and Chinese, first person ("I", "我"), third
 person ("the user", "用户") and named people ("Ana's manager is Kofi"). They are deliberately narrow: a missed
 slot leaves two facts side by side, a wrong one would hide a true fact.
+
+Languages are one slot each, as likes are ("speaks:portuguese" yes or no): a person speaks several at once.
 """
 
 import re
 import unicodedata
 from dataclasses import dataclass
 
+from memories.entities import chinese_words, parse_english
 from memories.entities import english_pipeline as _english
 
 SELF = "user"
@@ -98,6 +101,20 @@ _ENGLISH = [
         ),
     ),
     ("age", re.compile(rf"\b{_WHO}(?: am|'m| is|'s) (?P<value>\d{{1,3}}) (?:years old|years of age)")),
+    # "The user is Lena", "I'm Kwame Mensah": a name only when the words are a proper noun and not a
+    # nationality or a place (_is_personal_name: "I am Portuguese" is no name).
+    (
+        "proper_name",
+        re.compile(rf"\b(?P<who>I|[Tt]he user)(?: am|'m| is) (?P<value>{_NAME}(?: {_NAME})?){_END}"),
+    ),
+    (
+        "speaks",
+        re.compile(
+            rf"\b{_WHO}(?:(?: am|'m| is|'s) {_ADVERB}fluent in| {_ADVERB}(?:(?P<negation>don't|do not|doesn't"
+            rf"|does not|can't|cannot|no longer) )?(?:speak|speaks|can speak)(?: fluent| some| a little| basic)?)"
+            rf" (?P<value>[A-Z][a-z]+(?:(?:,? and |, | & )[A-Z][a-z]+)*)"
+        ),
+    ),
     ("age", re.compile(rf"\b{_WHOSE} age is (?P<value>\d{{1,3}})")),
     (
         "relation",
@@ -220,6 +237,19 @@ _CHINESE = [
     ),
     ("age", re.compile(rf"{_ZH_SELF}{_ZH_ADVERB}(?P<value>\d{{1,3}})岁")),
     (
+        "proper_name",
+        re.compile(
+            rf"(?:(?<=^)|(?<=[，。；！？,.;!?\s]))(?P<who>我|用户){_ZH_ADVERB}(?:就)?是(?P<value>[\u4e00-\u9fff]{{2,4}}){_ZH_END}"
+        ),
+    ),
+    (
+        "speaks",
+        re.compile(
+            rf"{_ZH_SELF}{_ZH_ADVERB}(?P<negation>不)?(?:会说|会讲|能说|说|讲)(?:流利的|一点|一些)?"
+            rf"(?P<value>[\u4e00-\u9fff]{{1,4}}?[语文话](?:[和、跟与][\u4e00-\u9fff]{{1,4}}?[语文话])*)"
+        ),
+    ),
+    (
         "relation",
         re.compile(
             rf"{_ZH_WHO}的(?:新)?(?P<relation>{_ZH_RELATION_WORDS})(?:是|叫|名叫){_ZH_VALUE}{_ZH_END}"
@@ -308,6 +338,27 @@ def _subject(who: str | None) -> str:
     return who.removesuffix("'s").casefold()
 
 
+_LANGUAGE_LIST = re.compile(r",? and |, | & |[和、跟与]")
+
+
+def is_chinese_name(word: str) -> bool:
+    """jieba's tagger reads the word as one person's name ("nr"): 陈静 and 马可 are, 很好 and 今天 are not."""
+    words = chinese_words(word)
+    return len(words) == 1 and words[0][1].startswith("nr")
+
+
+def _is_personal_name(value: str, text: str) -> bool:
+    """Whether `value`, said as "I am <value>" in `text`, is a person's name: a proper noun by spaCy's tags (a
+    nationality or a religion is an adjective: "I am Portuguese"; its entity labels are no help, "Henrik" is a
+    PRODUCT to it); in Chinese, a person's name by jieba's part of speech."""
+    if re.search(r"[\u4e00-\u9fff]", value):
+        return is_chinese_name(value)
+    [doc] = parse_english([text])
+    start = text.find(value)
+    tokens = [token for token in doc if start <= token.idx < start + len(value)]
+    return bool(tokens) and all(token.tag_ == "NNP" for token in tokens)
+
+
 def same_value(one: str, other: str) -> bool:
     """Two values of one attribute agree when one says no more than the other ("march 14" / "on 14 march",
     "subaru outback" / "2019 subaru outback")."""
@@ -332,6 +383,18 @@ def slots(text: str) -> list[Slot]:
             who = groups.get("who") or groups.get("whose")
             value = _clean(groups["value"])
             if not value or (attribute == "name" and len(value.split()) > 3):
+                continue
+            if attribute == "proper_name":
+                if not _is_personal_name(groups["value"], text):
+                    continue
+                attribute = "name"
+            if attribute == "speaks":
+                spoken = "no" if groups.get("negation") else "yes"
+                subject = _subject(who)
+                for language in _LANGUAGE_LIST.split(groups["value"]):
+                    if language and subject != "third person":
+                        slot = Slot(subject, f"speaks:{_clean(language)}", spoken)
+                        found[slot.key] = slot
                 continue
             if attribute == "relation":
                 relation = groups["relation"].casefold()

@@ -15,16 +15,17 @@ from core import hybrid, stores
 from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import Point, VectorStore, VectorStoreError
-from memories.models import Memory
+from memories.models import CHAT_ORIGIN, Memory
 
 logger = logging.getLogger(__name__)
 
 COLLECTION = "memories"
 # Far-future expiry for memories without a TTL, so one range filter covers every type.
 NEVER_EXPIRES = 4_102_444_800.0  # 2100-01-01
+ORIGIN = "origin"  # payload: CHAT_ORIGIN on the working-memory copies of chat messages, absent on the others
 
 
-KEYWORD_FIELDS = ("user_id", "memory_type", "session_id")
+KEYWORD_FIELDS = ("user_id", "memory_type", "session_id", ORIGIN, "tags")
 FLOAT_FIELDS = ("importance", "created_ts", "expires_ts")
 
 
@@ -83,14 +84,21 @@ def timestamp(moment: datetime | None) -> float:
 
 
 def payload(memory: Memory) -> dict:
-    return {
+    point = {
         "user_id": str(memory.user_id),
         "memory_type": memory.memory_type,
         "session_id": str(memory.session_id or ""),
         "importance": float(memory.importance),
         "created_ts": memory.created_at.timestamp(),
         "expires_ts": timestamp(memory.expires_at),
+        # A search filtered by tag matches a point whose list holds it (memories.retrieval.build_where).
+        "tags": [tag for tag in memory.tags if isinstance(tag, str)] if isinstance(memory.tags, list) else [],
     }
+    # Only chat copies carry the marker, so a search leaves them out with a "not" filter that every point
+    # mirrored before the marker existed passes.
+    if memory.is_chat_copy:
+        point[ORIGIN] = CHAT_ORIGIN
+    return point
 
 
 def is_mirrored(memory: Memory) -> bool:

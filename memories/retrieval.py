@@ -34,7 +34,15 @@ from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import AgentSession, Entity, EntityType, Memory, MemoryEntity, MemoryType
+from memories.models import (
+    CHAT_ORIGIN,
+    AgentSession,
+    Entity,
+    EntityType,
+    Memory,
+    MemoryEntity,
+    MemoryType,
+)
 from memories.services import importance_weight, recency_score, time_decay
 
 logger = logging.getLogger(__name__)
@@ -97,6 +105,8 @@ def build_where(
     session: AgentSession | None,
     time_range: tuple[datetime | None, datetime | None] | None,
     now: datetime,
+    include_chat_copies: bool = False,
+    tag: str | None = None,
 ) -> dict:
     # Expiry to the minute: the store's filter only narrows the candidates (SQL applies `now` exactly), and a
     # filter that changes every call made every search count its words' frequencies afresh (count_cached).
@@ -105,8 +115,12 @@ def build_where(
         where["memory_type"] = list(memory_types)
     if min_importance > 0:
         where["importance"] = {"gte": float(min_importance)}
+    if tag:
+        where["tags"] = tag  # a point matches when its list of tags holds it
     if session is not None:
         where["session_id"] = str(session.pk)
+    if _leaves_out_chat_copies(include_chat_copies, session):
+        where[mirror.ORIGIN] = {"not": CHAT_ORIGIN}
     if time_range:
         start, end = time_range
         bounds = {}
@@ -130,11 +144,19 @@ def search_memories(
     session: AgentSession | None = None,
     time_range: tuple[datetime | None, datetime | None] | None = None,
     include_superseded: bool = False,
+    include_chat_copies: bool = False,
+    require_match: bool = False,
+    tag: str | None = None,
 ) -> SearchResult:
     """`include_superseded` also returns facts a newer one replaced (memories.curation); by default only
-    current memories come back."""
+    current memories come back. `include_chat_copies` also returns the working-memory copies of chat messages,
+    which a search within their own session returns anyway. `require_match` leaves out memories only the graph
+    found (linked to an entity the query names, matching none of its words or meaning): what goes into an
+    answer or a model's context must be above the relevance floor itself. `tag` keeps memories carrying it."""
     now = timezone.now()
-    scope = _Scope(memory_types, min_importance, session, time_range, include_superseded)
+    scope = _Scope(
+        memory_types, min_importance, session, time_range, include_superseded, include_chat_copies, tag
+    )
     query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
         return SearchResult(_by_importance(user, limit, scope, now))
@@ -145,6 +167,8 @@ def search_memories(
         session=session,
         time_range=time_range,
         now=now,
+        include_chat_copies=include_chat_copies,
+        tag=tag,
     )
 
     def signals() -> tuple[hybrid.Fused, str]:
@@ -196,7 +220,8 @@ def search_memories(
         if relevance <= 0 and graph_score <= 0:
             continue
         found = evidence.get(memory_id, hybrid.Evidence())
-        if graph_score <= 0 and not found.above_floor and memory_id not in text_matched:
+        matched = found.above_floor or memory_id in text_matched  # a plain text match (notice) is a match
+        if (graph_score <= 0 or require_match) and not matched:
             continue  # a memory must match the query in some way, not merely be the nearest there is
         score, scores = _shape(candidate, relevance, graph_score, found, now)
         if score > 0:  # an event linked to the query's entities but matching nothing else adds nothing
@@ -399,6 +424,14 @@ class _Scope:
     session: AgentSession | None
     time_range: tuple[datetime | None, datetime | None] | None
     include_superseded: bool
+    include_chat_copies: bool = False
+    tag: str | None = None
+
+
+def _leaves_out_chat_copies(include_chat_copies: bool, session: AgentSession | None) -> bool:
+    """Chat copies are a session's own context: a search scoped to their session returns them, others only
+    when asked."""
+    return not include_chat_copies and session is None
 
 
 def _filtered(user, scope: _Scope, now, ids=None):
@@ -407,6 +440,8 @@ def _filtered(user, scope: _Scope, now, ids=None):
     else:
         memories = owned_by_pk(Memory.objects.all(), user, ids)
     start, end = scope.time_range or (None, None)
+    if _leaves_out_chat_copies(scope.include_chat_copies, scope.session):
+        memories = memories.without_chat_copies()
     return memories.active(now).filtered(
         memory_types=scope.memory_types,
         session=scope.session,
@@ -414,6 +449,7 @@ def _filtered(user, scope: _Scope, now, ids=None):
         since=start,
         until=end,
         superseded=None if scope.include_superseded else False,
+        tag=scope.tag,
     )
 
 
@@ -427,7 +463,7 @@ def _candidates(user, ids, scope: _Scope, now) -> dict[str, _Candidate]:
 
 
 def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
-    memories = owned_by_pk(Memory.objects.select_related("session"), user, ids)
+    memories = owned_by_pk(Memory.objects.select_related("session", "origin_key"), user, ids)
     return {str(memory.pk): memory for memory in memories}
 
 

@@ -3,18 +3,33 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from core.acting import USER_PARAM
 from core.limits import (
     MAX_CONTENT_CHARS,
     MAX_LIST_ITEMS,
     MAX_NAME_CHARS,
     MAX_QUERY_CHARS,
     MAX_SHORT_TEXT_CHARS,
+    STORABLE_PATTERN,
+    InputRejected,
+    check_json,
 )
-from core.schemas import BodySchema, Flag, FormFlag, Metadata, Number, Timestamp, Whole, text_rules
+from core.schemas import (
+    BodySchema,
+    Flag,
+    FormFlag,
+    Metadata,
+    Number,
+    Timestamp,
+    Whole,
+    text_rules,
+)
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
-from memories.services import MAX_AGE_DAYS, MAX_CAPACITY
+from memories.services import MAX_AGE_DAYS, MAX_CAPACITY, PERCEPTUAL_MODALITIES
+from memories.tools import ACTIONS as MEMORY_TOOL_ACTIONS
 
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
 MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
@@ -24,6 +39,12 @@ Name = Annotated[str, *text_rules(MAX_NAME_CHARS)]
 # A perceptual memory's description, sent as a form field beside its file.
 Description = Annotated[str, *text_rules(MAX_CONTENT_CHARS)]
 ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
+OriginName = Literal["page", "api", "mcp", "openai", "tool", "admin", "system", "chat", "doc", "import"]
+ORIGIN_RULE = (
+    "How the memory was first written: page (the console), api (the JSON API), mcp, openai (the "
+    "OpenAI-compatible endpoint), chat (the chat page), doc (from a document), import (a data archive), tool "
+    "(MemoryTool in Python), admin, system."
+)
 SessionKey = Annotated[str, *text_rules(MAX_NAME_CHARS, min_chars=1)]
 Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
@@ -107,6 +128,17 @@ class MemoryOut(Schema):
     )
     valid_to: datetime | None = Field(description="When a newer fact replaced this one.")
     superseded_by: UUID | None = Field(description="The memory that replaced this one.")
+    origin: OriginName = Field(description=ORIGIN_RULE)
+    origin_key: int | None = Field(description="The API key it was written with (api, mcp, openai), if any.")
+    origin_key_name: str | None = Field(description="That key's name.")
+
+    @staticmethod
+    def resolve_origin_key(memory: Memory) -> int | None:
+        return memory.origin_key_id
+
+    @staticmethod
+    def resolve_origin_key_name(memory: Memory) -> str | None:
+        return memory.origin_key.name if memory.origin_key_id and memory.origin_key else None
 
     @staticmethod
     def resolve_has_file(memory: Memory) -> bool:
@@ -126,6 +158,7 @@ class WrittenMemoryOut(MemoryOut):
 
 
 class SearchIn(BodySchema):
+    user: int | None = Field(None, description=USER_PARAM)
     query: Annotated[str, *text_rules(MAX_QUERY_CHARS)]
     limit: Whole = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
@@ -135,6 +168,12 @@ class SearchIn(BodySchema):
         None, description="[start, end], ISO 8601; either may be null."
     )
     include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
+    include_chat_copies: Flag = Field(
+        False,
+        description="Also return the working-memory copies of chat messages (a search within one session "
+        "returns that session's anyway).",
+    )
 
 
 class ScoredMemoryOut(Schema):
@@ -265,10 +304,65 @@ class ProfileGroupOut(Schema):
     memories: list[ProfileFactOut]
 
 
-class ProfileOut(Schema):
-    groups: list[ProfileGroupOut] = Field(
-        description="The user's current facts by kind, most important first; superseded ones are left out."
+class PersonOut(Schema):
+    name: str
+    relation: str | None = Field(description="Their relation to the user, when a memory states it.")
+    memory_ids: list[UUID] = Field(description="The memories the profile read this person from.")
+
+
+class ConflictOptionOut(Schema):
+    value: str
+    memories: list[ProfileFactOut] = Field(
+        description="The memories stating it; none for the account's name."
     )
+
+
+class ConflictOut(Schema):
+    kind: Literal["identity", "work", "people", "preferences", "other", "recent"]
+    attribute: str = Field(description='The fact in dispute: "name", "home", "employer", "likes:tea", …')
+    options: list[ConflictOptionOut]
+
+
+class ProfileOut(Schema):
+    name: str = Field(
+        description="What to call the user: the account's name, or the name their facts agree on."
+    )
+    groups: list[ProfileGroupOut] = Field(
+        description="The user's current facts by kind, most important first; superseded ones are left out. "
+        "The people group holds the memories relating the user to someone."
+    )
+    people: list[PersonOut] = Field(description="The people the user knows, their stated relations first.")
+    conflicts: list[ConflictOut] = Field(
+        description="Facts that cannot all be true (two names, two homes), to resolve; none of their memories "
+        "is in a group."
+    )
+
+    @staticmethod
+    def of(profile) -> dict:
+        """The JSON shape of a memories.profile.Profile."""
+        return {
+            "name": profile.name,
+            "groups": [
+                {"kind": kind, "label": label, "memories": memories}
+                for kind, label, memories in profile.sections
+            ],
+            "people": [
+                {
+                    "name": p.name,
+                    "relation": p.relation,
+                    "memory_ids": [m.pk for m in p.memories + p.mentions],
+                }
+                for p in profile.people
+            ],
+            "conflicts": [
+                {
+                    "kind": c.kind,
+                    "attribute": c.attribute,
+                    "options": [{"value": v, "memories": ms} for v, ms in c.options],
+                }
+                for c in profile.conflicts
+            ],
+        }
 
 
 class ProposalMemoryOut(Schema):
@@ -300,6 +394,7 @@ class DedupeOut(Schema):
 
 
 class MemoryFilter(Schema):
+    user: int | None = Field(None, description=USER_PARAM)
     memory_type: MemoryTypeName | None = None
     session_id: Name | None = None
     min_importance: float | None = Field(None, ge=0.0, le=1.0)
@@ -311,3 +406,78 @@ class MemoryFilter(Schema):
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
     q: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
+    origin: OriginName | None = Field(None, description=ORIGIN_RULE)
+    origin_key: int | None = Field(None, description="Only memories written with this API key (its id).")
+
+
+Modality = Literal["text", *PERCEPTUAL_MODALITIES]  # type: ignore[valid-type]
+TimeRange = tuple[Timestamp | None, Timestamp | None]
+
+
+class TimeRangeIn(BaseModel):
+    start: Timestamp | None = None
+    end: Timestamp | None = None
+
+
+class MemoryToolIn(BaseModel):
+    """MemoryTool.run's dict: the action and the parameters it reads, each typed as its REST counterpart. `add`
+    keeps parameters it does not know as the memory's metadata (Hello-Agents' event_type, concept, ...). A
+    plain pydantic model: ninja's Schema reads declared fields only, and the unknown ones must reach the tool."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            # Any JSON value, held to metadata's rules (nesting, size, text) as a whole: spelled out per value,
+            # the schema made request generators (schemathesis) use gigabytes.
+            "additionalProperties": True,
+            "propertyNames": {"maxLength": MAX_NAME_CHARS, "pattern": STORABLE_PATTERN},
+        },
+    )
+
+    action: Literal[MEMORY_TOOL_ACTIONS]  # type: ignore[valid-type]
+    session_id: SessionKey | None = None
+    # add, update
+    content: Content | None = None
+    memory_type: MemoryTypeName | None = None
+    importance: Importance | None = None
+    created_at: Timestamp | None = None
+    context: ShortText | None = None
+    outcome: ShortText | None = None
+    participants: list[Name] | Name | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    tags: list[Name] | Name | None = Field(None, max_length=MAX_LIST_ITEMS, description=NAMES_RULE)
+    file_path: Annotated[str, *text_rules(1000)] | None = Field(None, description="Kept in metadata.")
+    modality: Modality | None = None
+    # search, summary
+    query: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    limit: Whole | None = Field(None, ge=1, le=100)
+    memory_types: list[MemoryTypeName] | MemoryTypeName | None = None
+    min_importance: Importance | None = None
+    time_range: TimeRange | TimeRangeIn | None = Field(None, description="[start, end] or {start, end}.")
+    include_superseded: Flag | None = None
+    # update, remove
+    memory_id: Annotated[str, *text_rules(100)] | None = None
+    # forget, consolidate, clear_all
+    strategy: Literal["importance_based", "time_based", "capacity_based"] | None = None
+    threshold: Importance | None = None
+    max_age_days: Number | None = Field(None, ge=0, le=MAX_AGE_DAYS)
+    from_type: MemoryTypeName | None = None
+    to_type: MemoryTypeName | None = None
+    importance_threshold: Importance | None = None
+    confirm: Flag | None = Field(None, description="clear_all needs true.")
+
+    @model_validator(mode="after")
+    def _extras_are_metadata(self) -> "MemoryToolIn":
+        # What add keeps as metadata is held to metadata's rules whichever the action, as the schema says.
+        try:
+            check_json(self.model_extra or {}, "the parameters kept as metadata")
+        except InputRejected as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def parameters(self) -> dict:
+        """The dict the tool takes: what the caller sent, without nulls (a null means "the default")."""
+        sent = self.model_dump(exclude_unset=True)
+        if isinstance(self.time_range, TimeRangeIn):
+            sent["time_range"] = [self.time_range.start, self.time_range.end]
+        return {name: value for name, value in sent.items() if value is not None}

@@ -148,6 +148,8 @@ def _check_detail(fields: dict[str, Any]) -> None:
             check_text(fields[name], name, MAX_SHORT_TEXT_CHARS)
     for name in ("participants", "tags"):
         if fields.get(name) is not None:
+            if not isinstance(fields[name], list):
+                raise MemoryRequestError(f"{name} must be a list of names")
             check_names(fields[name], name)
     if fields.get("metadata") is not None:
         if not isinstance(fields["metadata"], dict):
@@ -158,18 +160,34 @@ def _check_detail(fields: dict[str, Any]) -> None:
 def _screened(
     user: User, content: str, detail: dict[str, Any], metadata: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    """Secrets and personal data in the text fields, masked, kept or refused by the owner's privacy settings;
-    what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
-    screened = privacy.screen_for(user, content, "the memory")
-    content, found = screened.text, screened.record()
-    detail = dict(detail)
-    for name in ("context", "outcome"):
-        if detail.get(name):
-            screened = privacy.screen_for(user, detail[name], f"the memory's {name}")
-            detail[name], found = screened.text, found + screened.record()
+    """Secrets and personal data in the text fields and the metadata, masked, kept or refused by the owner's
+    privacy settings; what was found is recorded in metadata["privacy"] (kinds and actions, never the values)."""
+    fields, found = _screened_fields(user, {"content": content, "metadata": metadata, **detail})
+    content, metadata = fields.pop("content"), fields.pop("metadata")
     if found:
         metadata = {**(metadata or {}), "privacy": found}
-    return content, detail, metadata
+    return content, fields, metadata
+
+
+_SCREENED_TEXT = ("content", "context", "outcome")
+
+
+def _screened_fields(
+    user: User, fields: dict[str, Any], subject: str = "the memory"
+) -> tuple[dict[str, Any], list[dict]]:
+    """`fields` with their text (content, context, outcome) and metadata values screened, and the record of
+    what was found."""
+    fields, found = dict(fields), list[dict]()
+    for name in _SCREENED_TEXT:
+        if fields.get(name):
+            what = subject if name == "content" else f"{subject}'s {name}"
+            screened = privacy.screen_for(user, fields[name], what)
+            fields[name], found = screened.text, found + screened.record()
+    if fields.get("metadata"):
+        metadata, record = privacy.screen_json_for(user, fields["metadata"], f"{subject}'s metadata")
+        if record:
+            fields["metadata"], found = metadata, found + record
+    return fields, found
 
 
 def _new_memory(
@@ -220,6 +238,18 @@ def _check_year(moment: datetime | None, name: str) -> None:
         )
 
 
+def memory_check(memory: Memory) -> None:
+    """A memory made elsewhere (a row of an imported archive) against the rules every write path applies: its
+    content, type, importance, episodic detail, metadata and dates."""
+    _validate(memory.content, memory.memory_type, memory.importance)
+    _check_detail(
+        {name: getattr(memory, name) for name in ("context", "outcome", "participants", "tags", "metadata")}
+    )
+    for name in ("created_at", "updated_at", "expires_at", "last_accessed_at", "archived_at", "last_seen_at"):
+        _check_year(getattr(memory, name), name)
+    _check_year(memory.valid_to, "valid_to")
+
+
 @dataclass(frozen=True)
 class Written:
     """What a write did: `memory` is the new memory, or the existing one a duplicate or merge was counted on."""
@@ -248,17 +278,22 @@ def memory_write(
     memory_type: str = MemoryType.WORKING,
     importance: float = 0.5,
     session: AgentSession | None = None,
+    session_key: str | None = None,
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
     extract_entities: bool | None = None,
     via: str = EditVia.SYSTEM,
     api_key: ApiKey | None = None,
+    editor: User | None = None,
     curate: bool = True,
     **detail: Any,
 ) -> Written:
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
-    Working memory then evicts by priority to keep its per-session capacity."""
+    Working memory then evicts by priority to keep its per-session capacity. `session_key` names the session
+    instead of `session`: it is created (when new) in the write's transaction, so a refused write leaves none."""
+    if session_key is not None:
+        check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
     file_size = getattr(detail.get("file"), "size", None) or 0
     disk.require_space(disk.texts_bytes([content]) + file_size, "this memory")
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
@@ -282,10 +317,12 @@ def memory_write(
         memory=memory,
         user=user,
         session=session,
+        session_key=session_key,
         link=link,
         mentions=mentions,
         via=via,
         api_key=api_key,
+        editor=editor,
         curator=curator,
     )
 
@@ -296,23 +333,26 @@ def _memory_write(
     memory: Memory,
     user: User,
     session: AgentSession | None,
+    session_key: str | None,
     link: bool,
     mentions: ModelMentions | None,
     via: str,
     api_key: ApiKey | None,
+    editor: User | None,
     curator: "curation.Curator",
 ) -> Written:
+    if session_key is not None:
+        session = memory.session = session_for_key(user=user, key=session_key)
     memory_type = memory.memory_type
     decision = curator.decide(memory)
-    source = _source(memory, via=via, api_key=api_key)
+    source = _source(memory, via=via, api_key=api_key, editor=editor)
     if decision.action in (curation.DUPLICATE, curation.MERGE):
-        existing = _count_repeat(decision, memory, source, via=via, api_key=api_key)
+        existing = _count_repeat(decision, memory, source, via=via, api_key=api_key, editor=editor)
         return Written(existing, decision.action, decision.reason)
-    memory.sources = [source]
-    memory.last_seen_at = memory.created_at
+    _set_origin(memory, source, via=via, api_key=api_key)
     _save_mirrored(memory)
     _index_facts(curator, [memory])
-    MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key))
+    MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor))
     if link:
         link_entities(memory, mentions=mentions)
         _enrich_with_llm(memory)
@@ -327,11 +367,16 @@ def _memory_write(
 MAX_SOURCES = 50  # per memory; seen_count keeps counting past it
 
 
-def _source(memory: Memory, *, via: str, api_key: ApiKey | None) -> dict[str, Any]:
-    """Where one write of a memory came from: the route, the key, the chat message or the document."""
+def _source(
+    memory: Memory, *, via: str, api_key: ApiKey | None, editor: User | None = None
+) -> dict[str, Any]:
+    """Where one write of a memory came from: the route, the key, the chat message or the document, and who
+    wrote it on a page (a staff member, when it is another user's memory)."""
     source: dict[str, Any] = {"via": via, "at": memory.created_at.isoformat()}
     if api_key is not None:
         source["api_key"] = api_key.pk
+    if editor is not None:
+        source["editor"] = editor.pk
     if memory.source_message_id:
         source["message"] = str(memory.source_message_id)
     if memory.source_document_id:
@@ -339,8 +384,22 @@ def _source(memory: Memory, *, via: str, api_key: ApiKey | None) -> dict[str, An
     return source
 
 
+def _set_origin(memory: Memory, source: dict[str, Any], *, via: str, api_key: ApiKey | None) -> None:
+    """A new memory's first source, and the route and key it came through as the columns lists filter by."""
+    memory.sources = [source]
+    memory.last_seen_at = memory.created_at
+    memory.origin = via
+    memory.origin_key = api_key
+
+
 def _count_repeat(
-    decision: "curation.Decision", repeat: Memory, source: dict, *, via: str, api_key: ApiKey | None
+    decision: "curation.Decision",
+    repeat: Memory,
+    source: dict,
+    *,
+    via: str,
+    api_key: ApiKey | None,
+    editor: User | None = None,
 ) -> Memory:
     """A duplicate or near-duplicate is not stored: the memory it repeats counts it, with its source; a merge
     also keeps the higher importance and the union of tags and is recorded in the history with its reason."""
@@ -367,6 +426,7 @@ def _count_repeat(
     merged = {"merged": [None, repeat.content]} if decision.action == curation.MERGE else {}
     MemoryEdit.objects.create(
         memory=existing,
+        editor=editor,
         api_key=api_key,
         via=via,
         changes={**merged, **seen, **changes},
@@ -375,7 +435,9 @@ def _count_repeat(
     if "importance" in changes:
         _mirror_on_commit([existing.pk])  # importance is in the vector payload
     if decision.merged_text and decision.merged_text != existing.content:
-        existing = memory_update(memory=existing, via=via, api_key=api_key, content=decision.merged_text)
+        existing = memory_update(
+            memory=existing, via=via, api_key=api_key, editor=editor, content=decision.merged_text
+        )
     return existing
 
 
@@ -589,8 +651,7 @@ def _bulk_write(
             repeated = _count_repeat(decision, memory, source, via=via, api_key=api_key)
             written.append(Written(repeated, decision.action, decision.reason))
             continue
-        memory.sources = [source]
-        memory.last_seen_at = memory.created_at
+        _set_origin(memory, source, via=via, api_key=api_key)
         # Marked now, so the items after it see what is current; rows already stored are saved right away
         # (their new superseded_by is checked at commit, after this batch's rows exist).
         edits += apply_supersede(decision, memory, via=via, api_key=api_key)
@@ -768,11 +829,15 @@ def memory_update(
     changes["content"] = _validate(content, memory_type, importance)
     _check_detail(changes)
     _check_year(changes.get("expires_at"), "expires_at")
-    if "content" in changes and changes["content"] != memory.content:
-        screened = privacy.screen_for(memory.user, changes["content"], "the edit")
-        changes["content"] = screened.text
-        if screened.findings:
-            changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": screened.record()}
+    given = {
+        name: value
+        for name, value in changes.items()
+        if name in (*_SCREENED_TEXT, "metadata") and value != getattr(memory, name)
+    }
+    screened, found = _screened_fields(memory.user, given, "the edit")
+    changes.update(screened)
+    if found:
+        changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": found}
     diff = {
         field: [_recorded(getattr(memory, field)), _recorded(value)]
         for field, value in changes.items()
@@ -1014,6 +1079,9 @@ def record_access(
     if not memories:
         return
     now = timezone.now()
+    logged_query = privacy.mask_secrets(
+        query[:2000]
+    ).text  # a key pasted into a search is not kept in the log
     try:
         with transaction.atomic():  # a savepoint inside a caller's transaction: a refusal leaves it usable
             MemoryAccess.objects.bulk_create(
@@ -1022,7 +1090,7 @@ def record_access(
                     user=user,
                     api_key=api_key,
                     session=session,
-                    query=query[:2000],
+                    query=logged_query,
                     rank=rank,
                     score=score,
                     via=via,

@@ -12,6 +12,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from core.dispatch import dispatch_batch_on_commit
+from core.files import delete_file_on_commit
 from memories.models import Entity, Memory, Relation
 from memories.tasks import mirror_graph_task, sync_memories_task
 
@@ -28,6 +29,11 @@ def mirror_saved_memory(sender, instance: Memory, raw: bool = False, **kwargs) -
 @receiver(post_delete, sender=Memory, dispatch_uid="memories.mirror_deleted")
 def mirror_deleted_memory(sender, instance: Memory, **kwargs) -> None:
     dispatch_batch_on_commit(sync_memories_task, memory_ids=str(instance.pk))
+
+
+@receiver(post_delete, sender=Memory, dispatch_uid="memories.delete_file")
+def delete_memory_file(sender, instance: Memory, **kwargs) -> None:
+    delete_file_on_commit(instance.file)  # a perceptual memory's file goes with its row (core.files)
 
 
 @receiver([post_save, post_delete], sender=Entity, dispatch_uid="memories.mirror_entity")

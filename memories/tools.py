@@ -41,8 +41,20 @@ WRITE_ACTIONS = frozenset({"add", "update", "remove", "forget", "consolidate", "
 # Keys every action understands besides its own parameters.
 COMMON_KEYS = {"action", "session_id"}
 EPISODE_KEYS = ("context", "outcome", "participants", "tags")
+# Every parameter some action reads (memories.schemas.MemoryToolIn types each): add keeps the others as metadata.
+PARAMETERS = frozenset(
+    {
+        *COMMON_KEYS,
+        *EPISODE_KEYS,
+        *("content", "memory_type", "importance", "created_at", "file_path", "modality"),
+        *("query", "limit", "memory_types", "min_importance", "time_range", "include_superseded"),
+        *("memory_id", "strategy", "threshold", "max_age_days", "from_type", "to_type"),
+        *("importance_threshold", "confirm"),
+    }
+)
 IMAGE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp"})
 AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
+MODALITIES = ("text", *services.PERCEPTUAL_MODALITIES)
 
 
 class MemoryTool(ActionTool):
@@ -58,14 +70,17 @@ class MemoryTool(ActionTool):
         memory_types: list[str] | None = None,
         session_id: str | None = None,
         api_key: ApiKey | None = None,
+        via: str | None = None,
     ):
+        """`via`: the route the calls come through (MCP, the chat agent), recorded with each write and search;
+        by default the API when there is a key, else the tool in Python."""
         self.user_id = user_id
         self.user = tool_user(user_id)
         self.memory_types = memory_types or [MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC]
         self.current_session_id = session_id
         self.conversation_count = 0
         self.api_key = api_key
-        self.via = EditVia.API if api_key else EditVia.TOOL
+        self.via = via or (EditVia.API if api_key else EditVia.TOOL)
 
     def prepare(self, params: Params) -> None:
         if "session_id" in params.raw:
@@ -73,24 +88,28 @@ class MemoryTool(ActionTool):
 
     # --- actions ------------------------------------------------------------------------------------------
 
-    def _session(self):
+    def _session_key(self) -> str:
         if self.current_session_id is None:
             self.current_session_id = timezone.now().strftime("session_%Y%m%d_%H%M%S")
-        return services.session_for_key(user=self.user, key=self.current_session_id)
+        return self.current_session_id
 
     def _add(self, params: Params) -> ToolReply:
         content = params.text("content", required=True)
         memory_type = params.choice("memory_type", MemoryType.WORKING, MemoryType.values)
         importance = params.number("importance", 0.5, low=0.0, high=1.0)
-        known = {"content", "memory_type", "importance", "file_path", "modality", "created_at", *EPISODE_KEYS}
         # Hello-Agents silently dropped extra keys (event_type, concept, …); keep them as metadata instead.
-        metadata = {k: v for k, v in params.raw.items() if k not in known | COMMON_KEYS}
-        detail = {key: params.raw[key] for key in EPISODE_KEYS if key in params.raw}
+        metadata = {k: v for k, v in params.raw.items() if k not in PARAMETERS}
+        detail: dict[str, Any] = {
+            key: params.text(key, "") for key in ("context", "outcome") if key in params.raw
+        }
         for key in ("participants", "tags"):
-            if key in detail and not isinstance(detail[key], list):
-                detail[key] = [detail[key]]
+            if params.raw.get(key) is not None:
+                value = params.raw[key]
+                detail[key] = value if isinstance(value, list) else [value]
         if params.raw.get("file_path") or memory_type == MemoryType.PERCEPTUAL:
-            detail["modality"] = params.text("modality") or _modality(params.text("file_path") or "")
+            detail["modality"] = params.choice("modality", None, MODALITIES) or _modality(
+                params.text("file_path") or ""
+            )
             if params.raw.get("file_path"):
                 metadata["file_path"] = params.text("file_path")
         written = services.memory_write(
@@ -98,7 +117,7 @@ class MemoryTool(ActionTool):
             content=content,
             memory_type=memory_type,
             importance=importance,
-            session=self._session(),
+            session_key=self._session_key(),  # created with the memory: a refused add leaves no empty session
             metadata=metadata,
             created_at=parse_moment(params.raw.get("created_at"), "created_at"),
             via=self.via,
@@ -130,6 +149,10 @@ class MemoryTool(ActionTool):
             session=self._named_session(params),
             time_range=params.time_range(),
             include_superseded=params.flag("include_superseded", False),
+            include_chat_copies=params.flag("include_chat_copies", False),
+            tag=params.text("tag"),
+            # What a tool returns goes into a model's context or an agent's answer: only real matches.
+            require_match=True,
         )
         services.record_access(
             user=self.user,
@@ -241,7 +264,7 @@ class MemoryTool(ActionTool):
         try:
             memory = self._memory(params)
         except LookupError as missing:
-            return ToolReply(False, f"⚠️ 未找到要更新的记忆: {missing}")
+            return ToolReply(False, f"⚠️ 未找到要更新的记忆: {missing}", status=404)
         changes: dict[str, Any] = {}
         if params.raw.get("content") is not None:
             changes["content"] = params.text("content", required=True)
@@ -260,7 +283,7 @@ class MemoryTool(ActionTool):
         try:
             memory = self._memory(params)
         except LookupError as missing:
-            return ToolReply(False, f"⚠️ 未找到要删除的记忆: {missing}")
+            return ToolReply(False, f"⚠️ 未找到要删除的记忆: {missing}", status=404)
         services.memories_delete(user=self.user, memory_ids=[memory.pk])
         return ToolReply(True, f"✅ 记忆已删除 (ID: {memory.pk})", {"id": str(memory.pk)})
 

@@ -5,6 +5,7 @@ import time
 import pytest
 from openai import APIStatusError, OpenAI
 
+from agents.answers import RETRIEVAL_ONLY
 from memories.models import ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -169,3 +170,83 @@ def test_bad_requests_get_openai_style_errors(live_server, write_key):
 def test_without_an_llm_a_question_about_oneself_is_not_saved_as_a_fact(mnemo, user):
     ask(mnemo, "What do I like to drink?", "s-question")
     assert not Memory.objects.filter(user=user, memory_type="semantic").exists()
+
+
+# --- what an answer carries --------------------------------------------------------------------------------
+
+
+def test_without_an_llm_where_do_i_work_leads_with_the_users_own_employer(mnemo, user):
+    from memories.services import memory_create
+
+    for fact in (
+        "Farida works at Kestrel Labs as a chemist.",
+        "Tomasz works at Brightwave.",
+        "The user works at Lumen Bank as a risk analyst.",
+        "赵磊在阿里巴巴上班",
+        "用户的妹妹在网易上班",
+    ):
+        memory_create(user=user, content=fact, memory_type="semantic")
+    answer = ask(mnemo, "Where do I work?", "s-work")
+    assert answer.splitlines()[0] == f"{RETRIEVAL_ONLY} You work at Lumen Bank as a risk analyst."
+    assert ask(mnemo, "我在哪儿上班？", "s-work").splitlines()[0] == (
+        f"{RETRIEVAL_ONLY} You work at Lumen Bank as a risk analyst."
+    )
+    memory_create(user=user, content="用户在京东物流上班", memory_type="semantic")  # supersedes Lumen Bank
+    assert ask(mnemo, "我在哪儿上班？", "s-work").splitlines()[0] == f"{RETRIEVAL_ONLY} 你在京东物流上班。"
+    # Another person's employer, asked by name, is theirs.
+    assert ask(mnemo, "Where does Farida work?", "s-work").splitlines()[0] == (
+        f"{RETRIEVAL_ONLY} Farida works at Kestrel Labs as a chemist."
+    )
+
+
+def test_without_an_llm_a_statement_is_acknowledged_with_what_was_saved(mnemo, user):
+    said = ask(mnemo, "I live in Bergen and I prefer rooibos", "s-told")
+    assert said == f"{RETRIEVAL_ONLY} Noted, I'll remember: you live in Bergen; you prefer rooibos."
+    moved = ask(mnemo, "I now live in Tromsø.", "s-told")
+    assert (
+        moved
+        == f"{RETRIEVAL_ONLY} Noted, I'll remember: you now live in Tromsø (no longer: you live in Bergen)."
+    )
+    assert ask(mnemo, "I prefer rooibos", "s-told") == f"{RETRIEVAL_ONLY} I already knew: you prefer rooibos."
+    assert ask(mnemo, "我住在厦门，我喜欢喝乌龙茶", "s-told") == (
+        f"{RETRIEVAL_ONLY} 记下了：你住在厦门（不再是：you now live in Tromsø）；你喜欢喝乌龙茶。"
+    )
+    # A statement with a question gets both: what was saved, then the answer.
+    both = ask(mnemo, "I keep bees. What do I prefer?", "s-told")
+    assert both.startswith(f"{RETRIEVAL_ONLY} Noted, I'll remember: you keep bees. You prefer rooibos.")
+
+
+def test_an_answer_and_the_models_context_hold_only_memories_above_the_relevance_floor(fake_llm, mnemo, user):
+    from memories.services import memory_create
+
+    memory_create(user=user, content="Yaw Boateng runs the Accra depot.", memory_type="semantic")
+    memory_create(user=user, content="The Accra depot moved to Tema last spring.", memory_type="semantic")
+    ask(mnemo, "What does Yaw Boateng do?", "s-floor")
+    context = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "Yaw Boateng runs the Accra depot." in context
+    # Linked to Yaw only through the depot in the graph, and matching nothing the question says.
+    assert "Tema" not in context
+
+
+def test_without_an_llm_nothing_weak_pads_the_answer(mnemo, user):
+    from memories.services import memory_create
+
+    memory_create(user=user, content="Yaw Boateng runs the Accra depot.", memory_type="semantic")
+    memory_create(user=user, content="The Accra depot moved to Tema last spring.", memory_type="semantic")
+    answer = ask(mnemo, "What does Yaw Boateng do?", "s-floor")
+    assert answer == f"{RETRIEVAL_ONLY} Yaw Boateng runs the Accra depot."
+
+
+def test_with_an_llm_what_do_you_know_about_me_sends_the_grouped_profile(fake_llm, mnemo, user):
+    from memories.services import memory_create, memory_write
+
+    user.first_name = "Amara"
+    user.save()
+    for fact in ("I teach chemistry", "Kwesi is my brother", "Kwesi lives in Kumasi"):
+        memory_create(user=user, content=fact, memory_type="semantic")
+    memory_write(user=user, content="用户陈静是一名护士", memory_type="semantic")
+    ask(mnemo, "What do you know about me?", "s-profile")
+    context = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "**People you know**\n- Kwesi — brother" in context
+    assert "⚠ Conflicting name: Amara (your account) or 陈静 (“用户陈静是一名护士”)?" in context
+    assert "Kwesi lives in Kumasi" not in context

@@ -8,7 +8,7 @@ import pytest
 
 from core.limits import MAX_CHAT_MESSAGE_CHARS, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_SHORT_TEXT_CHARS
 from memories.entities import extract
-from memories.models import ChatMessage, Memory
+from memories.models import AgentSession, ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db
 
@@ -88,9 +88,78 @@ def test_bulk_import_keeps_every_episodic_field(api):
 
 def test_the_memory_tool_refuses_bad_content_as_a_failed_reply(api):
     for content in (f"用户喜欢{LONE_SURROGATE}", "x" * (MAX_CONTENT_CHARS + 1)):
-        reply = api("post", "/tools/memory", {"action": "add", "content": content}).json()
-        assert reply["ok"] is False and "content" in reply["text"]
+        response = api("post", "/tools/memory", {"action": "add", "content": content})
+        reply = response.json()
+        assert response.status_code == 422 and reply["ok"] is False and "content" in reply["text"]
+        assert "content" in reply["detail"][0]["loc"]
     assert Memory.objects.count() == 0
+
+
+# Each once answered 500 on the tool routes, several with a read key (issue 33).
+TOOL_CALLS = [
+    ("/tools/memory", {"action": "add", "content": "tea", "created_at": 1e20}, "created_at"),
+    ("/tools/memory", {"action": "add", "content": "tea", "created_at": "0000-01-01"}, "created_at"),
+    ("/tools/memory", {"action": "search", "query": "tea", "time_range": [-1e15, None]}, "time_range"),
+    (
+        "/tools/memory",
+        {"action": "search", "query": "tea", "time_range": {"start": "0000-01-01"}},
+        "time_range",
+    ),
+    ("/tools/memory", {"action": ["add"]}, "action"),
+    ("/tools/memory", {"action": {"add": True}}, "action"),
+    ("/tools/rag", {"action": ["search"]}, "action"),
+    ("/tools/rag", {"action": {"search": 1}}, "action"),
+    ("/tools/memory", {"action": "add", "content": "tea", "context": 5}, "context"),
+    ("/tools/memory", {"action": "add", "content": "tea", "modality": "hologram"}, "modality"),
+    ("/tools/memory", {"action": "search", "query": "tea", "limit": "5"}, "limit"),
+    ("/tools/memory", {"action": "add", "content": "tea", "importance": "0.5"}, "importance"),
+    ("/tools/memory", {"action": "add", "content": "tea", "note": "a\x00b"}, "metadata"),
+    ("/tools/rag", {"action": "add_text", "text": f"RAG {LONE_SURROGATE}"}, "text"),
+    ("/tools/rag", {"action": "ask", "query": "tea", "include_citations": "yes"}, "include_citations"),
+    ("/tools/rag", {"action": "search", "query": "tea", "namespace": ["a"]}, "namespace"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "named"), TOOL_CALLS, ids=[f"{p} {b}"[:60] for p, b, _ in TOOL_CALLS]
+)
+def test_the_tool_routes_answer_422_naming_the_parameter_never_500(api, read_key, path, body, named):
+    for key in (None, read_key):
+        response = api("post", path, body, key=key)
+        assert response.status_code == 422, response.content
+        reply = response.json()
+        assert reply["ok"] is False and named in reply["text"] and reply["detail"]
+    assert (Memory.objects.count(), AgentSession.objects.count()) == (0, 0)
+
+
+def test_a_refused_tool_add_leaves_no_empty_session(api):
+    # Refused by the service (working memory's token budget), after the parameters passed the schema.
+    response = api("post", "/tools/memory", {"action": "add", "content": "词" * 2100, "session_id": "notes"})
+    assert response.status_code == 422 and "2000 tokens" in response.json()["detail"]
+    assert (
+        api("post", "/tools/memory", {"action": "update", "memory_id": "nope", "content": "x"}).status_code
+        == 404
+    )
+    assert not AgentSession.objects.exists()
+    added = api("post", "/tools/memory", {"action": "add", "content": "用户喜欢喝茶", "session_id": "notes"})
+    assert added.status_code == 200 and list(AgentSession.objects.values_list("key", flat=True)) == ["notes"]
+
+
+def test_the_python_tools_refuse_the_same_values_with_a_reply(user):
+    from knowledge.tools import RAGTool
+    from memories.tools import MemoryTool
+
+    memory, rag = MemoryTool(user_id="alice"), RAGTool(user_id="alice")
+    for parameters in (
+        {"action": "add", "content": "tea", "created_at": 1e20},
+        {"action": "add", "content": "tea", "created_at": "0000-01-01"},
+        {"action": "search", "query": "tea", "time_range": [-1e15, None]},
+        {"action": ["add"]},
+        {"action": {"add": 1}},
+    ):
+        assert memory.run(parameters).startswith("❌"), parameters
+    assert rag.run({"action": ["search"]}).startswith("❌")
+    assert not AgentSession.objects.exists()
 
 
 def test_a_search_query_over_its_cap_is_refused_quickly_on_every_route(api, logged_in):
@@ -100,7 +169,7 @@ def test_a_search_query_over_its_cap_is_refused_quickly_on_every_route(api, logg
     response = api("post", "/memories/search", {"query": huge})
     assert response.status_code == 422
     reply = api("post", "/tools/memory", {"action": "search", "query": huge}).json()
-    assert reply["ok"] is False and f"{MAX_QUERY_CHARS:,}" in reply["text"]
+    assert reply["ok"] is False and f"{MAX_QUERY_CHARS}" in reply["text"]
     response = api("post", "/knowledge/search", {"query": huge})
     assert response.status_code == 422 and str(MAX_QUERY_CHARS) in response.content.decode()
     assert time.perf_counter() - started < 5
@@ -237,3 +306,21 @@ def test_the_schema_states_the_caps_and_characters_the_service_enforces(client):
     )
     assert memory_in["created_at"]["anyOf"][0]["pattern"].startswith("^(000[2-9]")
     assert schema["components"]["schemas"]["SearchIn"]["properties"]["limit"]["maximum"] == 100
+
+
+def test_a_body_over_the_limit_is_413_as_json_on_the_api_and_a_page_elsewhere(client, write_key):
+    body = b'{"content": "' + b"x" * (11 * 1024 * 1024) + b'"}'
+    response = client.post(
+        "/api/v1/memories/", data=body, content_type="application/json", HTTP_X_API_KEY=write_key
+    )
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "detail": "The request body is over 10 MiB (files go as multipart uploads, up to MNEMO_MAX_UPLOAD_MB)."
+    }
+    page = client.post(
+        "/login/",
+        data=b"username=" + b"a" * (11 * 1024 * 1024),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert page.status_code == 413 and page["Content-Type"].startswith("text/html")
+    assert not Memory.objects.exists()

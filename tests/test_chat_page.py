@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.agent import RETRIEVAL_ONLY
+from agents.answers import RETRIEVAL_ONLY
 from knowledge.models import Chunk, Document
 from memories.models import AgentSession, ChatMessage, ChatRole, Memory
 from memories.services import memory_create, session_for_key
@@ -484,7 +484,8 @@ def test_a_retrieval_only_answer_shows_each_passage_and_memory_once(logged_in, u
         assert html.count("publish the wheel to the package index") == 1
         assert html.count("The user publishes releases on Fridays.") == 1
         assert html.count('<span class="citation-n">[1]</span>') == 1
-        assert f"{RETRIEVAL_ONLY}</div>" in html
+        # The bubble leads with the best match, said to the user; the list below holds it once.
+        assert f"{RETRIEVAL_ONLY} You publish releases on Fridays.</div>" in html
 
 
 def test_a_retrieval_only_answer_without_sources_keeps_its_text(logged_in, session):
@@ -498,7 +499,7 @@ def test_the_users_current_message_is_never_cited_as_a_memory(logged_in, user, s
         user=user, content="The user works as a data engineer at Acme.", memory_type="semantic"
     )
 
-    stream(logged_in, session, "I work as a data engineer at Acme and I live in Lisbon.")
+    stream(logged_in, session, "I work as a data engineer at Acme and I live in Lisbon. Where do I work?")
 
     asked = session.messages.get(role=ChatRole.USER)
     own = set(Memory.objects.filter(source_message=asked).values_list("pk", flat=True))
@@ -506,7 +507,40 @@ def test_the_users_current_message_is_never_cited_as_a_memory(logged_in, user, s
     cited = assistant(session).retrieved["memories"]
     assert str(earlier.pk) in cited  # what was known before still answers
     assert not {str(pk) for pk in own} & set(cited)
+    assert assistant(session).content.startswith(
+        f"{RETRIEVAL_ONLY} Noted, I'll remember: you live in Lisbon. "
+        "I already knew: you work as a data engineer at Acme. You work as a data engineer at Acme."
+    )
     body = logged_in.get(page_url(session)).content.decode()
     start = body.index('<ul class="cited-memories">')
     sources = body[start : body.index("</ul>", start)]
     assert "lives in Lisbon" not in sources
+
+
+def test_what_do_you_know_about_me_shows_the_groups_under_headings(logged_in, user, session):
+    for fact in (
+        "I live in Gdańsk",
+        "I work at Amber Freight",
+        "Zofia is my colleague",
+        "Zofia works at Baltic Rail",
+    ):
+        memory_create(user=user, content=fact, memory_type="semantic")
+
+    stream(logged_in, session, "What do you know about me?")
+
+    answer = assistant(session)
+    assert answer.content == (
+        f"{RETRIEVAL_ONLY} here is what I know about you.\n"
+        "**Identity**\n- I live in Gdańsk\n**Work**\n- I work at Amber Freight\n"
+        "**People you know**\n- Zofia — colleague"
+    )
+    body = logged_in.get(page_url(session)).content.decode()
+    bubble = body[body.index(f'id="message-{answer.pk}"') :]
+    assert "<h4>Identity</h4>" in bubble and "<h4>People you know</h4>" in bubble
+    assert "Zofia — colleague</a>" in bubble
+    assert "Zofia works at Baltic Rail" not in bubble  # her facts are hers
+    assert '<ul class="cited-memories">' not in bubble  # no flat list beside the groups
+
+    stream(logged_in, session, "你对我了解多少？")
+    chinese = session.messages.filter(role=ChatRole.ASSISTANT).order_by("-created_at").first()
+    assert "**身份**\n- I live in Gdańsk\n**工作**" in chinese.content

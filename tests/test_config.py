@@ -1,11 +1,14 @@
 """A wrong setting stops the process with one readable line naming the variable, never a traceback."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import manage as manage_py
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,10 +83,56 @@ PRODUCTION = {
 }
 
 
-def test_check_deploy_is_clean_with_production_settings_from_the_environment(tmp_path):
-    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+def readme_tls_settings() -> dict[str, str]:
+    """The variables README.md's "Behind TLS set ..." line names, with their values."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(block for block in readme.split("\n- ") if block.startswith("Behind TLS set"))
+    return dict(re.findall(r"`(MNEMO_[A-Z_]+)=([^`]+)`", line.split("check --deploy")[0]))
+
+
+def test_check_deploy_is_clean_with_the_settings_the_readme_gives(tmp_path):
+    tls = readme_tls_settings()
+    assert {"MNEMO_SECURE_COOKIES", "MNEMO_SSL_REDIRECT", "MNEMO_HSTS_SECONDS"} <= set(tls)
+    # Nothing else: the secret key and the hosts keep their embedded defaults (a generated key in the folder).
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **tls)
     assert result.returncode == 0, result.stderr
     assert "no issues" in result.stdout
+
+
+def test_a_command_without_mnemo_data_dir_opens_the_folder_make_run_served(tmp_path, monkeypatch):
+    served = tmp_path / "elsewhere"
+    served.mkdir()
+    pointer = tmp_path / ".mnemo-data-dir"
+    pointer.write_text(f"{served}\n")
+    monkeypatch.setattr(manage_py, "ROOT", tmp_path)
+    monkeypatch.setattr(manage_py, "SERVED", pointer)
+    monkeypatch.delenv("MNEMO_DATA_DIR")
+
+    notice = manage_py.choose_data_folder(["manage.py", "create_api_key", "demo"])
+
+    assert os.environ["MNEMO_DATA_DIR"] == str(served)
+    assert (
+        notice
+        == f"Using the data folder `make run` served last: {served} (set MNEMO_DATA_DIR to choose another)."
+    )
+
+
+def test_a_command_that_would_only_find_a_new_empty_folder_stops_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(manage_py, "ROOT", tmp_path)
+    monkeypatch.setattr(manage_py, "SERVED", tmp_path / ".mnemo-data-dir")
+    monkeypatch.delenv("MNEMO_DATA_DIR")
+    with pytest.raises(SystemExit) as stopped:
+        manage_py.choose_data_folder(["manage.py", "create_api_key", "demo"])
+    assert "MNEMO_DATA_DIR is not set" in str(stopped.value) and str(tmp_path / "var") in str(stopped.value)
+    assert not (tmp_path / "var").exists()
+    assert manage_py.choose_data_folder(["manage.py", "migrate"]) is None  # migrate may start one
+
+
+def test_a_database_error_names_the_data_folder_the_command_opened(tmp_path):
+    result = manage(tmp_path, "create_api_key", "demo")  # a folder nobody migrated
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"This opened the SQLite database in the data folder {tmp_path}" in result.stderr
+    assert "DATABASE_URL" not in result.stderr
 
 
 def test_the_production_settings_reach_django(tmp_path):

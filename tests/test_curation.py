@@ -217,6 +217,7 @@ def test_the_profile_groups_current_facts_by_kind(api, user, other_user):
     assert groups == {
         "identity": ["My name is Ana Silva"],
         "work": ["My manager is Kofi", "I now work at Globex"],
+        "people": ["My manager is Kofi"],  # it states the relation too: Kofi — manager
         "preferences": ["I like green tea"],
         "other": ["The user has a cat named Mochi"],
         "recent": ["Went hiking in Sintra"],

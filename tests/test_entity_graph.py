@@ -7,6 +7,7 @@ import pytest
 from memories.entities import entity_key, extract
 from memories.graph import entity_merge
 from memories.models import Entity, Memory, MemoryEntity, Relation
+from memories.retrieval import search_memories
 from memories.services import link_entities, memories_delete, memory_create
 from memories.tools import MemoryTool
 
@@ -140,14 +141,17 @@ def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
             "importance": 0.5,
         }
     )
-    reply = tool.execute({"action": "search", "query": "李四", "min_importance": 0})
-    by_content = {r["content"]: r["scores"] for r in reply.data["results"]}
+    hits = search_memories(user=user, query="李四", min_importance=0).hits
+    by_content = {hit.memory.content: hit.scores for hit in hits}
     assert by_content["李四擅长React"]["graph"] == 1.0
     # No word of the query in it: found through 李四 → React, one hop away (0.6), and React is on both memories,
     # so it counts at its specificity log(1 + 2/2) / log(1 + 2).
     assert by_content["React 19 adds server actions"]["graph"] == pytest.approx(
         0.6 * math.log(2) / math.log(3), abs=1e-4
     )
+    # A tool's results go into a model's context: only the memories that match the query themselves.
+    reply = tool.execute({"action": "search", "query": "李四", "min_importance": 0})
+    assert [result["content"] for result in reply.data["results"]] == ["李四擅长React"]
 
 
 @pytest.mark.parametrize("links_per_fact", [0, 10_000], ids=["read-from-the-facts", "read-from-the-entities"])

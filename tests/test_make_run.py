@@ -29,6 +29,42 @@ def test_make_run_serves_on_host_and_port(tmp_path):
     # The first run's login line names the same address (it said 127.0.0.1:8000 whatever the port).
     assert ".venv/bin/python manage.py setup_demo --url http://127.0.0.2:8123" in lines
     assert f"mkdir -p {tmp_path}" in lines
+    # Management commands run without MNEMO_DATA_DIR find the folder this server uses (manage.py).
+    assert f'echo "{tmp_path}" > .mnemo-data-dir' in lines
+
+
+def test_the_install_shows_a_line_per_package_and_fails_when_pip_fails(tmp_path):
+    lock = tmp_path / "lock.txt"
+    lock.write_text("alpha==1.0 \\\n    --hash=sha256:00\nbeta==2.0 \\\n    --hash=sha256:11\n")
+    pip = tmp_path / "pip"
+    pip.write_text(
+        "#!/bin/sh\n"
+        "echo 'Collecting alpha==1.0 (from -r lock.txt (line 1))'\n"
+        "echo '  Downloading alpha-1.0-py3-none-any.whl (10 kB)'\n"
+        "echo 'Requirement already satisfied: beta==2.0 in ./site-packages'\n"
+        "echo 'Installing collected packages: alpha'\n"
+        "echo 'Successfully installed alpha-1.0'\n"
+        'exit "${PIP_EXIT:-0}"\n'
+    )
+    pip.chmod(0o755)
+    script = str(ROOT / "scripts" / "pip-install.sh")
+    done = subprocess.run([script, str(lock), str(pip)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"Installing 2 Python packages from {lock} (the first time downloads them: a few minutes)",
+        "  [1/2] alpha==1.0",
+        "  [2/2] beta==2.0",
+        "  Unpacking and installing them...",
+        "  Done.",
+    ]
+    failed = subprocess.run(
+        [script, str(lock), str(pip)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PIP_EXIT": "1"},
+    )
+    assert failed.returncode == 1
 
 
 def test_make_run_defaults_to_localhost_8000():
@@ -56,6 +92,9 @@ def test_two_installs_on_one_host_keep_their_own_control_socket(tmp_path):
 
     assert not (first.data_dir / "gunicorn.ctl").exists()
     assert not (second.data_dir / "gunicorn.ctl").exists()
+    # Each warmed its models and stores up before it accepted a request, and said how long that took.
+    log = (first.data_dir / "gunicorn.log").read_text()
+    assert "Warmed up in" in log and "models" in log and "jieba and spaCy" in log
 
 
 def test_the_tests_keep_out_of_the_data_folder_make_run_serves():

@@ -233,3 +233,53 @@ def test_the_x_api_key_header_works_too_and_only_post_is_served(served):
     assert response.status_code == 200
     assert [tool["name"] for tool in response.json()["result"]["tools"]] == READ_TOOLS
     assert httpx.get(served.mcp_url, headers=headers, timeout=30).status_code == 405
+
+
+def test_memory_search_leaves_out_the_chat_copies_of_messages_unless_asked(served):
+    for text in ("hi", "Where do I keep the canoe paddles?"):
+        chatted = httpx.post(
+            f"{served.instance.url}/v1/chat/completions",
+            headers=bearer(served.alice),
+            json={"model": "mnemo-agent", "messages": [{"role": "user", "content": text}], "user": "lake"},
+            timeout=120,
+        )
+        assert chatted.status_code == 200, chatted.text
+    fact = add_memory(served, served.alice, "The canoe paddles hang in the boathouse rafters.")
+
+    def contents(arguments: dict) -> list[str]:
+        result = call(served.mcp_url, served.alice_read, "memory_search", {"limit": 20, **arguments})
+        return [hit["content"] for hit in result.structured_content["results"]]
+
+    found = contents({"query": "where do I keep the canoe paddles"})
+    assert found == ["The canoe paddles hang in the boathouse rafters."] and fact
+    asked = contents({"query": "where do I keep the canoe paddles", "include_chat_copies": True})
+    assert "Where do I keep the canoe paddles?" in asked and "hi" not in asked
+
+
+def test_the_profile_resource_lists_people_and_conflicts(served):
+    add_memory(served, served.alice, "Wendell is my landlord.")
+    profile = read_resource(served.mcp_url, served.alice_read, "mnemo://profile")
+    assert {"name", "groups", "people", "conflicts"} <= set(profile)
+    assert {"name": "Wendell", "relation": "landlord"}.items() <= next(
+        person for person in profile["people"] if person["name"] == "Wendell"
+    ).items()
+
+
+def test_memory_search_filters_by_tag_and_memories_record_they_came_through_mcp(served):
+    tagged = call(
+        served.mcp_url,
+        served.alice,
+        "memory_add",
+        {"content": "The quarterly report is due on Friday.", "memory_type": "semantic", "tags": ["finance"]},
+    )
+    assert tagged.is_error is False, tagged.content
+    plain = add_memory(served, served.alice, "The quarterly garden party is on Friday.")
+    both = found_ids(served, served.alice, "quarterly Friday")
+    assert tagged.structured_content["id"] in both and plain in both
+    result = call(
+        served.mcp_url, served.alice, "memory_search", {"query": "quarterly Friday", "tag": "finance"}
+    )
+    assert [hit["id"] for hit in result.structured_content["results"]] == [tagged.structured_content["id"]]
+    recent = read_resource(served.mcp_url, served.alice_read, "mnemo://memories/recent")
+    mine = next(memory for memory in recent if memory["id"] == plain)
+    assert (mine["origin"], mine["origin_key_name"]) == ("mcp", "tests")

@@ -485,3 +485,23 @@ def test_a_new_memory_is_embedded_and_written_to_the_vector_store_once(api, monk
     edited = api("patch", f"/memories/{created.json()['id']}", {"content": "Kofi leads the data team"})
     assert (created.status_code, edited.status_code) == (201, 200)
     assert writes == [("memories", created.json()["id"])] * 2  # one write per change, not two
+
+
+def test_search_leaves_out_chat_copies_unless_asked_and_the_browser_shows_them(api, user, logged_in):
+    from agents.agent import Agent
+    from memories.services import session_for_key
+
+    Agent(user=user, session=session_for_key(user=user, key="garden")).run("Is the tomato seedling tray dry?")
+    memory_create(
+        user=user, content="The tomato seedlings need water every second day.", memory_type="semantic"
+    )
+
+    def search(**body) -> list[str]:
+        results = api("post", "/memories/search", {"query": "tomato seedling tray", **body}).json()["results"]
+        return [result["content"] for result in results]
+
+    assert search() == ["The tomato seedlings need water every second day."]
+    assert "Is the tomato seedling tray dry?" in search(include_chat_copies=True)
+    assert search(session_id="garden") == ["Is the tomato seedling tray dry?"]
+    page = logged_in.get("/memories/", {"q": "tomato seedling tray"}).content.decode()
+    assert "Is the tomato seedling tray dry?" in page

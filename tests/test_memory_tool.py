@@ -217,3 +217,23 @@ def test_stats_counts_by_type(tool):
     reply = tool.execute({"action": "stats"})
     assert reply.data["total"] == 2
     assert set(reply.data["by_type"]) == {"semantic", "episodic"}
+
+
+def test_chat_copies_of_messages_are_found_in_their_own_session_or_when_asked(tool):
+    from agents.agent import Agent
+    from memories.services import session_for_key
+
+    chat = session_for_key(user=tool.user, key="kitchen-chat")
+    Agent(user=tool.user, session=chat).run("hello again")
+    Agent(user=tool.user, session=chat).run("Where did I leave the spare bike key?")
+    # An agent's own working memory is no chat copy: it stays searchable everywhere.
+    tool.run({"action": "add", "content": "The spare bike key hangs by the fridge", "memory_type": "working"})
+
+    def found(**params) -> list[str]:
+        reply = tool.execute({"action": "search", "query": "spare bike key", "limit": 10, **params})
+        return [result["content"] for result in reply.data["results"]]
+
+    assert found() == ["The spare bike key hangs by the fridge"]
+    assert "Where did I leave the spare bike key?" in found(include_chat_copies=True)
+    assert found(session_id="kitchen-chat") == ["Where did I leave the spare bike key?"]
+    assert "hello again" not in found(include_chat_copies=True)  # a copy still has to match

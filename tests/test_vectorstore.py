@@ -143,6 +143,10 @@ def test_search_sees_an_upsert_immediately(filled: VectorStore) -> None:
         ({"archived": False}, {A, C, D}),
         ({"archived": True}, {B}),
         ({"archived": False, "user_id": "42", "importance": {"lte": 0.5}}, {C}),
+        ({"user_id": "42", "memory_type": {"not": "working"}}, {B, C}),
+        ({"archived": {"not": True}}, {A, C, D}),
+        # A marker no point carries excludes none of them.
+        ({"origin": {"not": "chat"}}, {A, B, C, D}),
     ],
 )
 def test_filters(filled: VectorStore, where: dict, expected: set[str]) -> None:
@@ -161,6 +165,9 @@ def test_filters(filled: VectorStore, where: dict, expected: set[str]) -> None:
         {"x": [True]},
         {"x": ["a", 1]},
         {"x": None},
+        {"x": {"not": 0.5}},
+        {"x": {"not": "a", "gte": 1}},
+        {"x": {"not": ["a", "b"]}},
     ],
 )
 def test_unsupported_filters_raise_value_error(filled: VectorStore, where: dict) -> None:

@@ -182,15 +182,25 @@ class RangeCondition:
     lte: float | None = None
 
 
-Condition = MatchCondition | AnyCondition | RangeCondition
+@dataclass(frozen=True)
+class NotCondition:
+    """Every point whose `key` is not `value`, points without the key among them."""
+
+    key: str
+    value: str | int | bool
+
+
+Condition = MatchCondition | AnyCondition | RangeCondition | NotCondition
 RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
+NOT = "not"
 
 
 def parse_where(where: Where | None) -> list[Condition]:
     """Turn a `Where` dict into conditions, raising ValueError on anything Qdrant cannot express.
 
     {"user_id": "42"} exact match (str/int/bool); {"memory_type": ["working", "episodic"]} any of;
-    {"importance": {"gte": 0.3}} numeric range with gt/gte/lt/lte.
+    {"importance": {"gte": 0.3}} numeric range with gt/gte/lt/lte; {"origin": {"not": "chat"}} anything but
+    that value, a point without the key included (a marker only some points carry).
     """
     conditions: list[Condition] = []
     for key, spec in (where or {}).items():
@@ -211,6 +221,11 @@ def _parse_condition(key: str, spec: Any) -> Condition:
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             return AnyCondition(key, tuple(values))
         raise ValueError(f"Filter {key!r}: a list must hold only strings or only integers, got {values!r}")
+    if isinstance(spec, Mapping) and NOT in spec:
+        excluded = spec[NOT]
+        if len(spec) != 1 or isinstance(excluded, float) or not isinstance(excluded, bool | int | str):
+            raise ValueError(f"Filter {key!r}: 'not' stands alone and takes a string, integer or boolean")
+        return NotCondition(key, excluded)
     if isinstance(spec, Mapping):
         unknown = set(spec) - set(RANGE_OPERATORS)
         if unknown or not spec:

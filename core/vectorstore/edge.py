@@ -36,6 +36,7 @@ from .base import (
     Condition,
     Hit,
     MatchCondition,
+    NotCondition,
     Point,
     RangeCondition,
     SparseVector,
@@ -650,7 +651,11 @@ def _edge_filter(where: Where | None) -> qe.Filter | None:
     conditions = parse_where(where)
     if not conditions:
         return None
-    return qe.Filter(must=[_edge_condition(c) for c in conditions])
+    excluded = [c for c in conditions if isinstance(c, NotCondition)]
+    return qe.Filter(
+        must=[_edge_condition(c) for c in conditions if c not in excluded] or None,
+        must_not=[_edge_condition(MatchCondition(c.key, c.value)) for c in excluded] or None,
+    )
 
 
 def _edge_condition(condition: Condition) -> qe.FieldCondition:

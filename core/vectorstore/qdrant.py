@@ -25,6 +25,7 @@ from .base import (
     Condition,
     Hit,
     MatchCondition,
+    NotCondition,
     Point,
     RangeCondition,
     SparseVector,
@@ -349,7 +350,11 @@ def _filter(where: Where | None) -> qm.Filter | None:
     conditions = parse_where(where)
     if not conditions:
         return None
-    return qm.Filter(must=[_condition(c) for c in conditions])
+    excluded = [c for c in conditions if isinstance(c, NotCondition)]
+    return qm.Filter(
+        must=[_condition(c) for c in conditions if c not in excluded] or None,
+        must_not=[_condition(MatchCondition(c.key, c.value)) for c in excluded] or None,
+    )
 
 
 def _condition(condition: Condition) -> qm.FieldCondition:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from core.limits import clean_text
 from core.text import without_paths
 
 logger = logging.getLogger(__name__)
@@ -577,7 +578,6 @@ def _image_metadata(path: Path, kind: str, name: str) -> tuple[str, str]:
 
 # --- Clean-up ------------------------------------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -623,7 +623,7 @@ def clean_markdown(markdown: str) -> str:
     shows them as text); code blocks and code spans are left alone because renderers never run them.
     """
     markdown = markdown.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")  # \f: PDF page break
-    markdown = _CONTROL.sub("", markdown)
+    markdown = clean_text(markdown)  # what check_text refuses in a memory
     markdown = _HTML_COMMENT.sub("", markdown)
     lines, fence = [], None
     for line in markdown.split("\n"):
