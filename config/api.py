@@ -88,6 +88,11 @@ class MnemoAPI(NinjaAPI):
         error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
         for path, operations in schema["paths"].items():
             for method, operation in operations.items():
+                # Ninja keys a status from a route's `response={404: ...}` as an int: JSON would then hold "404"
+                # twice, which Swagger UI's YAML parser refuses ("duplicated mapping key": no API docs at all).
+                operation["responses"] = {
+                    str(status): value for status, value in operation["responses"].items()
+                }
                 for status, description in error_statuses(path, method, operation).items():
                     operation["responses"].setdefault(status, {"description": description, "content": error})
                 if operation.get("parameters"):
@@ -104,7 +109,7 @@ api = MnemoAPI(
     version="1",
     description=(
         "Memory and knowledge for agents. Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <key>`; "
-        "create keys on the API keys page or with `python manage.py create_api_key <username>`."
+        "create keys on Settings → API keys or with `python manage.py create_api_key <username>`."
     ),
     urls_namespace="api",
     auth=API_AUTH,
@@ -116,7 +121,6 @@ api = MnemoAPI(
 api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "console.api.router")
-api.add_router("/", "console.users_api.router")
 
 
 @api.exception_handler(RequestRefused)

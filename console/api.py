@@ -12,6 +12,7 @@ from ninja.pagination import paginate
 from console import evaluation, portability
 from console.models import EvaluationRun, GoldenQuestion
 from console.schemas import ImportOut, QuestionIn, QuestionOut, QuestionPatch, RunDetailOut, RunIn, RunOut
+from console.users_api import router as users_router
 from core.auth import WRITE_AUTH, ApiRequest
 from core.pagination import BoundedLimitOffset
 
@@ -160,3 +161,7 @@ def import_data(request: HttpRequest, file: File[UploadedFile]):
         )
     imported = portability.import_upload(file, as_username=_owner(request).get_username())
     return Status(201, {"username": imported.username, "counts": imported.counts, "merged": imported.merged})
+
+
+# The staff-only user administration (/admin/users), its own tag in the docs: one router per app all the same.
+router.add_router("/", users_router)

@@ -1,29 +1,24 @@
 """The evaluation pages (golden questions, runs and their history, the "✓ right answer" button on search
-results), the dashboard, and the download and upload of a user's archive. The evaluation pages and the dashboard
-read subject_user(request), the signed-in user or the one a staff member opened (core.acting); the archive and
-API keys pages are always the viewer's own. Writes go through console.evaluation and console.portability."""
+results), the dashboard and the health page. The evaluation pages and the dashboard read subject_user(request),
+the signed-in user or the one a staff member opened (core.acting). Writes go through console.evaluation. The
+Settings page (account, privacy, archive, API keys) is console.settings_views."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.db.models import Count, Prefetch
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console import evaluation, portability
+from console import evaluation
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
-from console.secret_scan import scan_secrets
 from core.acting import subject_user, subject_view
-from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
-from core.models import ApiKey, PrivacySettings
 from core.pages import AuthenticatedHttpRequest
 from core.queries import owned_by_pk
-from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from memories import facets
@@ -346,37 +341,7 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, f"{BUTTON_TEMPLATE}#answer-saved", context, status=422 if error else 200)
 
 
-@login_required
-@require_GET
-def data_export(request: AuthenticatedHttpRequest) -> FileResponse:
-    """The signed-in user's archive, as the API's /data/export gives it."""
-    return FileResponse(
-        portability.export_file(request.user),
-        as_attachment=True,
-        filename=portability.archive_name(request.user),
-        content_type="application/zip",
-    )
-
-
-@login_required
-@require_POST
-def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
-    upload = request.FILES.get("archive")
-    if upload is None:
-        messages.error(request, "Choose an archive exported from Mnemo first.")
-        return redirect("api_keys")
-    try:
-        imported = portability.import_upload(upload, as_username=request.user.get_username())
-    except portability.PortabilityError as exc:
-        messages.error(request, f"{upload.name} was not imported: {exc}")
-        return redirect("api_keys")
-    total, merged = sum(imported.counts.values()), sum(imported.merged.values())
-    also = f" ({merged:,} more matched what you already had)" if merged else ""
-    messages.success(request, f"Imported {upload.name}: {total:,} rows{also}, now searchable.")
-    return redirect("api_keys")
-
-
-# --- Dashboard, health and API keys ------------------------------------------------------------------------------
+# --- Dashboard and health ------------------------------------------------------------------------------
 
 
 @subject_view
@@ -410,66 +375,3 @@ def health(request: AuthenticatedHttpRequest) -> HttpResponse:
     ok = all(c.ok for c in checks)
     context = {"checks": checks, "ok": ok, "details": request.user.is_staff}
     return render(request, "console/health.html", context, status=200 if ok else 503)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = ApiKeyForm(request.POST or None)
-    new_key = None
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            _, new_key = api_key_create(user=request.user, **form.cleaned_data)
-            form = ApiKeyForm()
-        else:
-            status = 422
-    context = {"form": form, "new_key": new_key, **_privacy_context(request)}
-    return render(request, "console/api_keys.html", context, status=status)
-
-
-def _privacy_context(request: AuthenticatedHttpRequest) -> dict:
-    privacy_form = PrivacySettingsForm(instance=PrivacySettings.objects.filter(user=request.user).first())
-    return {"keys": ApiKey.objects.for_user(request.user), "privacy_form": privacy_form}
-
-
-@login_required
-@require_POST
-def secret_scan(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Scan the stored data for secrets: "preview" counts them, "mask" masks them (console.secret_scan). Your
-    own data; staff may scan every user's."""
-    everyone = request.POST.get("everyone") == "1"
-    if everyone and not request.user.is_staff:
-        return HttpResponse("Only staff may scan every user's data.", status=403)
-    dry_run = request.POST.get("action") != "mask"
-    users = list(User.objects.order_by("pk")) if everyone else [request.user]
-    report = scan_secrets(users=users, dry_run=dry_run, editor=request.user)
-    context = {"scan": report, "scan_everyone": everyone}
-    if request.htmx:
-        return render(request, "console/api_keys.html#secret-scan", context)
-    form = ApiKeyForm()
-    return render(request, "console/api_keys.html", {"form": form, **_privacy_context(request), **context})
-
-
-@login_required
-@require_POST
-def privacy_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """What happens to secrets and personal data in new memories, documents and chat messages."""
-    row, _ = PrivacySettings.objects.get_or_create(user=request.user)
-    form = PrivacySettingsForm(request.POST, instance=row)
-    if form.is_valid():
-        form.save()
-        messages.success(request, "Privacy settings saved: they apply to what is stored from now on.")
-    else:
-        messages.error(request, "Choose mask, keep or refuse for each kind.")
-    return redirect(reverse("api_keys") + "#privacy")
-
-
-@login_required
-@require_POST
-def api_key_revoke_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    api_key = get_object_or_404(ApiKey.objects.for_user(request.user), pk=pk)
-    api_key_revoke(api_key=api_key)
-    if request.htmx:
-        return render(request, "console/api_keys.html#key-row", {"key": api_key})
-    return redirect("api_keys")

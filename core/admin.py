@@ -8,7 +8,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ["name", "user", "prefix", "scope", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["scope", "revoked_at"]
     search_fields = ["name", "prefix", "user__username"]
-    # The hash is useless to an admin and the secret is never stored: keys are made on the API keys page.
+    # The hash is useless to an admin and the secret is never stored: keys are made on Settings → API keys.
     readonly_fields = ["prefix", "hashed_secret", "created_at", "last_used_at"]
 
     def has_add_permission(self, request) -> bool:

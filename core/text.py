@@ -107,7 +107,7 @@ def lexical_terms(text: str, *, for_query: bool = False) -> list[str]:
     are indexed too, but a query uses them only for a one-character run, where no bigram exists.
     """
     terms: list[str] = []
-    for latin, chars in _runs(text):
+    for latin, chars in _runs(normalise(text)):
         terms.extend(_latin_terms(latin))
         if not chars:
             continue
@@ -123,7 +123,7 @@ def query_words(text: str) -> list[str]:
     itself). What "share of the query found" counts: the bigrams a query also searches with are there for recall,
     and those that straddle two words ("写前" in "谁会写前端") would count as words no memory holds."""
     words: list[str] = []
-    for latin, chars in _runs(text):
+    for latin, chars in _runs(normalise(text)):
         words.extend(_latin_terms(latin))
         if chars:
             words.extend(w for w in _jieba().cut_for_search(chars) if len(w) > 1 or len(chars) == 1)
@@ -194,13 +194,35 @@ def without_paths(text: str) -> str:
     return _ABSOLUTE_PATH.sub("<path>", text)
 
 
-_TRAILING_MARKS = " \t\n.。!！?？;；,，、~…"
+# What NFKC leaves apart but a reader does not: curly and straight quotes and apostrophes (a phone types
+# "Lena’s", a keyboard "Lena's"), the dashes and hyphens, and the corner brackets Chinese uses as quotation marks.
+_FOLDS = str.maketrans(
+    {
+        **dict.fromkeys("‘’‚‛′‵`´ʼ", "'"),
+        **dict.fromkeys("“”„‟″‶«»「」『』〝〞", '"'),
+        **dict.fromkeys("‐‑‒–—―−⁃﹘〜", "-"),
+    }
+)
+
+
+_DASH_RUN = re.compile(r"-{2,}")  # Chinese writes its dash double ("——")
+
+
+def normalise(text: str) -> str:
+    """`text` as a reader compares it: Unicode NFKC (full-width letters, digits and punctuation, the ideographic
+    space and compatibility ideographs fold to their plain forms) plus one form for each quote, apostrophe and
+    dash (a run of dashes as one). Case and spacing are kept. The one normalisation behind the fingerprint, the duplicate and supersede
+    checks (memories.curation, memories.facts) and the lexical terms."""
+    return _DASH_RUN.sub("-", unicodedata.normalize("NFKC", text).translate(_FOLDS))
+
+
+_TRAILING_MARKS = " \t\n.。!?;,、~…'\""
 
 
 def fingerprint(text: str) -> str:
-    """SHA-256 of a text as a reader compares it: NFKC (full-width and Kangxi look-alikes fold), case-folded,
-    runs of whitespace as one space, trailing punctuation dropped. Equal fingerprints mean an exact duplicate."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(_TRAILING_MARKS)
+    """SHA-256 of a text as a reader compares it: normalised (normalise), case-folded, runs of whitespace as one
+    space, trailing punctuation dropped ("Rust!!" is "Rust"). Equal fingerprints mean an exact duplicate."""
+    folded = " ".join(normalise(text).casefold().split()).rstrip(_TRAILING_MARKS)
     return hashlib.sha256(folded.encode()).hexdigest()
 
 
@@ -224,12 +246,43 @@ def content_words(text: str) -> set[str]:
     """The words that carry a text's meaning, stemmed: without stop words (spaCy's English and Chinese lists),
     without the ways of naming the memory's owner and without one-letter contraction fragments ("don't" → "don");
     negations and numbers kept."""
+    return set(content_word_sequence(text))
+
+
+@lru_cache(maxsize=8192)
+def content_word_sequence(text: str) -> tuple[str, ...]:
+    """content_words in the order the text says them, repeats included. In Chinese a word of one character
+    counts when jieba tags it a noun ("猫", "狗": "一个人抱着一只猫" is not "…一只狗"); other single characters are
+    particles, measure words and the like."""
     stop = _stop_words()
-    words: set[str] = set()
-    for latin, chars in _runs(text):
+    words: list[str] = []
+    for latin, chars in _runs(normalise(text)):
         for word in (w.lower() for w in _LATIN_WORD.findall(latin)):
             if word.isdigit() or word in _NEGATIONS or (word not in stop and len(word) > 1):
-                words.add(_stem(word))
+                words.append(_stem(word))
         if chars:
-            words.update(w for w in _jieba().cut(chars) if w in _NEGATIONS or (len(w) > 1 and w not in stop))
-    return words
+            words.extend(
+                pair.word
+                for pair in _jieba_pos().cut(chars)
+                if pair.word in _NEGATIONS
+                or (pair.word not in stop and (len(pair.word) > 1 or pair.flag.startswith("n")))
+            )
+    return tuple(words)
+
+
+@cache
+def _jieba_pos():
+    _jieba()
+    import jieba.posseg
+
+    return jieba.posseg
+
+
+def same_word_order(one: str, other: str) -> bool:
+    """Whether the words of meaning two texts share come in the same order in both: "约拿在鱼腹中…耶稣在坟墓中"
+    and "耶稣在鱼腹中…约拿在坟墓中" share every word and say different things."""
+    first, second = content_word_sequence(one), content_word_sequence(other)
+    shared = set(first) & set(second)
+    return list(dict.fromkeys(w for w in first if w in shared)) == list(
+        dict.fromkeys(w for w in second if w in shared)
+    )

@@ -108,7 +108,12 @@ def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpR
         except services.MemoryRequestError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "Memory saved.")
+            if memory.archived_at is not None:  # it now repeats another memory (services._curate_edit)
+                messages.info(
+                    request, "Memory saved: it now says what another memory says, so it was merged into it."
+                )
+            else:
+                messages.success(request, "Memory saved.")
             return redirect("memory_detail", pk=memory.pk)
     status = 422 if form.is_bound else 200
     context = {"memory": memory, "form": form, "session_keys": _session_keys(request)}

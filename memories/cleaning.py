@@ -94,23 +94,14 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
     if memory.archived_at or memory.superseded_by_id or target.archived_at:
         raise ProposalError("its memories changed since it was proposed: find duplicates again")
     if proposal.action == ProposalAction.MERGE:
-        target.seen_count += memory.seen_count
-        target.sources = [*target.sources, *memory.sources][-services.MAX_SOURCES :]
-        target.importance = max(target.importance, memory.importance)
-        target.tags = list(dict.fromkeys([*target.tags, *memory.tags]))
-        target.save(update_fields=["seen_count", "sources", "importance", "tags", "updated_at"])
-        MemoryEdit.objects.create(
-            memory=target,
+        fold(
+            memory,
+            into=target,
+            reason=f"approved cleaning: {proposal.reason}",
+            via=via,
             editor=editor,
             api_key=api_key,
-            via=via,
-            changes={
-                "merged": [None, memory.content],
-                "seen_count": [target.seen_count - memory.seen_count, target.seen_count],
-            },
-            reason=f"approved cleaning: {proposal.reason}",
         )
-        services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key)
     else:
         decision = curation.Decision(
             curation.SUPERSEDE, superseded=(memory,), reason=f"approved cleaning: {proposal.reason}"
@@ -121,6 +112,30 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
     proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
     proposal.save(update_fields=["status", "decided_at"])
     return proposal
+
+
+@transaction.atomic
+def fold(memory: Memory, *, into: Memory, reason: str, via: str, editor=None, api_key=None) -> Memory:
+    """Merge `memory` into the one it repeats: that one counts its writes, sources, tags and importance; `memory`
+    is archived (kept, and restorable). Both records say why."""
+    target = into
+    target.seen_count += memory.seen_count
+    target.sources = [*target.sources, *memory.sources][-services.MAX_SOURCES :]
+    target.importance = max(target.importance, memory.importance)
+    target.tags = list(dict.fromkeys([*target.tags, *memory.tags]))
+    target.save(update_fields=["seen_count", "sources", "importance", "tags", "updated_at"])
+    MemoryEdit.objects.create(
+        memory=target,
+        editor=editor,
+        api_key=api_key,
+        via=via,
+        changes={
+            "merged": [None, memory.content],
+            "seen_count": [target.seen_count - memory.seen_count, target.seen_count],
+        },
+        reason=reason,
+    )
+    return services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key)
 
 
 @transaction.atomic

@@ -21,13 +21,17 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.secrets import PLACEHOLDER, without_masks
 from core.text import CJK_RUN, cjk_ratio
+from memories import entity_types
 
 logger = logging.getLogger(__name__)
 
 _LATIN_NAME = re.compile(r"(?<![A-Za-z0-9.])[A-Za-z][A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*(?:\+\+|#)?")
 # Technical names: dotted or symbol-suffixed (Vue.js, C++, C#) or with inner capitals (JavaScript).
 _TECHNICAL_NAME = re.compile(r"[.+#]|[a-z][A-Z]")
-_POS_TYPES = {"nr": "PERSON", "nrfg": "PERSON", "nrt": "ORG", "ns": "PLACE", "nt": "ORG", "nz": "OTHER"}
+_ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?\.?$")  # "U.S", "e.g.": no technical names
+# jieba's tags: nr a person's name, nrfg a foreign one, nrt a transliterated name (people, and places the
+# gazetteer then names: memories.entity_types), ns a place, nt an organisation, nz another proper noun.
+_POS_TYPES = {"nr": "PERSON", "nrfg": "PERSON", "nrt": "PERSON", "ns": "PLACE", "nt": "ORG", "nz": "OTHER"}
 _SPACY_TYPES = {
     "PERSON": "PERSON",
     "ORG": "ORG",
@@ -265,19 +269,21 @@ def _model_mentions(text: str) -> list[Mention]:
         for word, flag in tokens:
             entity_type = _POS_TYPES.get(flag)
             if entity_type and len(word) > 1 and word not in inside:
-                mentions.append(Mention(word, entity_type))
+                mentions.append(Mention(word, entity_types.chinese_type(word, entity_type)))
         mentions.extend(_latin_in_chinese(text))
     else:
         technical = [
             Mention(m.group(), "PRODUCT")
             for m in _LATIN_NAME.finditer(text)
-            if _TECHNICAL_NAME.search(m.group())
+            if _TECHNICAL_NAME.search(m.group()) and not _ABBREVIATION.match(m.group())
         ]
         mentions.extend(technical)
         mentions.extend(_english_mentions(text, {mention.key for mention in technical}))
     mentions = [_with_model_number(text, mention) for mention in mentions]
     unique: dict[str, Mention] = {}
     for mention in mentions:
+        if not entity_types.is_name(mention.name):
+            continue
         if mention.key and mention.key not in unique and len(mention.key) <= 100:
             unique[mention.key] = mention
     return list(unique.values())
@@ -316,7 +322,14 @@ def _chinese_organisations(tokens: list) -> list[str]:
 
 
 def _latin_in_chinese(text: str) -> list[Mention]:
-    mentions = [Mention(m.group(), "PRODUCT") for m in _LATIN_RUN.finditer(text)]
+    mentions = [
+        Mention(m.group(), entity_types.latin_in_chinese_type(m.group(), "PRODUCT"))
+        for m in _LATIN_RUN.finditer(text)
+        if not _TECHNICAL_NAME.search(m.group())
+    ]
+    mentions += [
+        Mention(m.group(), "PRODUCT") for m in _LATIN_RUN.finditer(text) if _TECHNICAL_NAME.search(m.group())
+    ]
     mentions += [
         Mention(m.group(), "PRODUCT")
         for m in _LATIN_NAME.finditer(text)
@@ -334,34 +347,51 @@ def _with_model_number(text: str, mention: Mention) -> Mention:
 
 
 def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
+    """spaCy's named entities, trimmed (memories.entity_types), then proper-noun runs its NER left out. A
+    sentence opening with a capitalised word spaCy took for a name is read again with that word in lower case:
+    "Met Marco at …" then gives the person "Marco", not "Met Marco"."""
     with _spacy_lock:  # spaCy pipelines are not documented as thread-safe
         doc = english_pipeline()(text)
-    mentions = []
+        variant = entity_types.recased(text, doc)
+        again = english_pipeline()(variant) if variant is not None else None
+    if again is not None and any(entity_types.opens_with_non_name(s[0], again) for s in doc.sents):
+        doc = again  # the same characters but one case: offsets and spans hold, names come from `text`
+    spans: dict[int, tuple[int, str]] = {}  # an entity's first token → (its end, its type)
     covered: set[int] = set()
     for ent in doc.ents:
+        covered.update(range(ent.start, ent.end))  # a date ("in March") or amount is no name either
         entity_type = _SPACY_TYPES.get(ent.label_)
-        if entity_type is None:
-            continue
-        name = ent.text.strip()
-        if entity_key(name) in technical_keys:
-            continue
-        mentions.append(Mention(name, entity_type))
-        covered.update(range(ent.start, ent.end))
-    run: list[str] = []
+        if entity_type is not None:
+            tokens = entity_types.trimmed(list(ent))
+            spans[tokens[0].i] = (tokens[-1].i + 1, entity_type)
+    run: list = []
     for token in [*doc, None]:
         if (
             token is not None
             and token.pos_ == "PROPN"
             and token.i not in covered
             and token.text not in _ENGLISH_NOT_NAMES
+            and not (token.is_sent_start and entity_types.opens_with_non_name(token, again))
         ):
-            run.append(token.text)
+            run.append(token)
             continue
         if run:
-            name = " ".join(run)
-            if entity_key(name) not in technical_keys and _LATIN_NAME.match(name):
-                mentions.append(Mention(name, "CONCEPT"))
+            run = entity_types.trimmed(run)
+            following = spans.get(run[-1].i + 1)
+            if following is not None and all(t.dep_ == "compound" and t.head.i in covered for t in run):
+                # Modifiers of the name spaCy found after them: a title or role ("CEO Tim Cook") is no name;
+                # a name's first part spaCy left out ("Ana" in "Ana Costa") joins it, typed anew.
+                if not entity_types.is_title(run):
+                    spans[run[0].i] = (spans.pop(run[-1].i + 1)[0], "CONCEPT")
+            else:
+                spans[run[0].i] = (run[-1].i + 1, "CONCEPT")
             run = []
+    mentions = []
+    for start, (end, entity_type) in sorted(spans.items()):
+        name = text[doc[start].idx : doc[end - 1].idx + len(doc[end - 1])].strip()
+        if entity_key(name) in technical_keys or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name)):
+            continue
+        mentions.append(Mention(name, entity_types.english_type(name, entity_type)))
     return mentions
 
 

@@ -16,6 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from core.text import normalise
 from memories.entities import chinese_words, parse_english
 from memories.entities import english_pipeline as _english
 
@@ -338,6 +339,29 @@ def _subject(who: str | None) -> str:
     return who.removesuffix("'s").casefold()
 
 
+_CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _names_a_person(words: str) -> bool:
+    """Whether a Chinese subject holds a person's name by jieba's tags (nr…), as "潘越", "谢明哲" (谢 + 明哲) and
+    "小周" do and "年代", "然后" do not."""
+    return any(flag.startswith("nr") for _, flag in chinese_words(words))
+
+
+def same_attribute(one: str, other: str) -> bool:
+    """Two attributes are one when equal, or when one kind of favourite or other attribute names the other more
+    closely: "favourite:programming language" and "favourite:language" (the same head noun, one's words among the
+    other's); "favourite:spoken language" and "favourite:programming language" are two."""
+    if one == other:
+        return True
+    family, _, kind = one.partition(":")
+    other_family, _, other_kind = other.partition(":")
+    if not kind or family != other_family or family not in ("favourite", "attribute"):
+        return False
+    words, other_words = kind.split(), other_kind.split()
+    return words[-1] == other_words[-1] and (set(words) <= set(other_words) or set(other_words) <= set(words))
+
+
 _LANGUAGE_LIST = re.compile(r",? and |, | & |[和、跟与]")
 
 
@@ -374,7 +398,8 @@ def slots(text: str) -> list[Slot]:
     """The single-valued facts a memory states, at most one per subject and attribute (the last one wins:
     "I used to live in Paris but now I live in Lyon")."""
     found: dict[str, Slot] = {}
-    if text.rstrip().endswith(("?", "？")):
+    text = normalise(text)  # "Lena’s" as "Lena's", full-width forms as plain ones
+    if text.rstrip().endswith("?"):
         return []  # a question states nothing
     for kind, pattern in [*_ENGLISH, *_CHINESE]:
         for match in pattern.finditer(text):
@@ -416,6 +441,8 @@ def slots(text: str) -> list[Slot]:
             subject = _subject(who)
             if subject == "third person":
                 continue  # "he"/"she" names nobody this memory identifies
+            if subject != SELF and _CJK_TEXT.search(subject) and not _names_a_person(subject):
+                continue  # "年代搬到盐湖城", "美洲原住民": a clause, not a person's fact
             slot = Slot(subject, attribute, value)
             found[slot.key] = slot
     return list(found.values())

@@ -412,6 +412,7 @@ class MemoryEntity(models.Model):
     mention = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name_plural = "memory entities"
         constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="unique_memory_entity")]
 
     def __str__(self) -> str:

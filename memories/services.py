@@ -858,13 +858,36 @@ def memory_update(
     MemoryEdit.objects.create(
         memory=memory, editor=editor, api_key=api_key, via=via, changes=diff, reason=reason
     )
-    if "content" in diff or "memory_type" in diff:
-        memory.facts.all().delete()  # what it states changed: index it again
-        _index_facts(curation.Curator(memory.user), [memory])
     if "content" in diff or memory.memory_type in GRAPH_TYPES and "memory_type" in diff:
         link_entities(memory)
     _mirror_on_commit([memory.pk])
+    if "content" in diff or "memory_type" in diff:
+        memory.facts.all().delete()  # what it states changed: index it again
+        _curate_edit(memory, via=via, editor=editor, api_key=api_key)
     return memory
+
+
+def _curate_edit(memory: Memory, *, via: str, editor: User | None, api_key: ApiKey | None) -> None:
+    """An edit runs the checks an add runs (memories.curation, its offline rules: the model's merged wording
+    would edit a second memory): a new value supersedes the current fact, and a text that now repeats another
+    current memory is folded into that one (memories.cleaning.fold: archived here, counted there)."""
+    from memories import cleaning  # it builds on this module
+
+    curator = curation.Curator(memory.user)
+    decision = (
+        curator.decide(memory, edited=True)
+        if memory.archived_at is None and memory.superseded_by_id is None and not memory.file
+        else curation.Decision(curation.ADD)
+    )
+    _index_facts(curator, [memory])
+    if decision.action == curation.SUPERSEDE:
+        MemoryEdit.objects.bulk_create(
+            apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor)
+        )
+    elif decision.action in (curation.DUPLICATE, curation.MERGE) and decision.existing is not None:
+        reason = f"edited to repeat another memory: {decision.reason}"
+        cleaning.fold(memory, into=decision.existing, reason=reason, via=via, editor=editor, api_key=api_key)
+        memory.refresh_from_db()
 
 
 def _recorded(value: Any) -> Any:

@@ -21,6 +21,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -526,7 +527,9 @@ def review(request: AuthenticatedHttpRequest) -> HttpResponse:
 def review_find(request: AuthenticatedHttpRequest) -> HttpResponse:
     drafts = cleaning.propose(subject_user(request))
     queued = cleaning.queue(subject_user(request), drafts)
-    messages.success(request, f"{len(drafts)} proposal(s) found, {len(queued)} new in the queue.")
+    messages.success(
+        request, f"{len(drafts)} proposal{pluralize(len(drafts))} found, {len(queued)} new in the queue."
+    )
     return redirect("memory_review")
 
 
@@ -535,6 +538,8 @@ DECISIONS: dict[str, Callable[..., Proposal]] = {
     "reject": cleaning.reject,
     "undo": cleaning.undo,
 }
+# What a decision did, for the message after it ("reject" + "d" once read "Proposal rejectd.").
+DECIDED = {"approve": "approved", "reject": "rejected", "undo": "undone"}
 
 
 def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str) -> bool:
@@ -557,7 +562,7 @@ def review_decide(request: AuthenticatedHttpRequest, pk: int, decision: str) -> 
         raise Http404("No such decision.")
     proposal = get_object_or_404(Proposal, pk=pk, user=subject_user(request))
     if _decide(request, proposal, decision):
-        messages.success(request, f"Proposal {decision}d." if decision != "undo" else "Proposal undone.")
+        messages.success(request, f"Proposal {DECIDED[decision]}.")
     return redirect("memory_review")
 
 
@@ -572,5 +577,5 @@ def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
         return redirect("memory_review")
     proposals = Proposal.objects.filter(user=subject_user(request), pk__in=ids, status=ProposalStatus.PENDING)
     done = sum(_decide(request, proposal, decision) for proposal in proposals)
-    messages.success(request, f"{done} proposal(s) {decision}d.")
+    messages.success(request, f"{done} proposal{pluralize(done)} {DECIDED[decision]}.")
     return redirect("memory_review")

@@ -28,12 +28,20 @@ OWN_ONLY = {
     "chat_end",
     "chat_undo",
     "health",
+    "settings",
     "api_keys",
     "api_key_revoke",
     "privacy_settings",
     "secret_scan",
+    "data_settings",
     "data_export",
     "data_import",
+    "moved_api_keys",
+    "moved_api_key_revoke",
+    "moved_privacy_settings",
+    "moved_secret_scan",
+    "moved_data_export",
+    "moved_data_import",
     "users",
     "login",
     "logout",
@@ -134,7 +142,7 @@ def test_staff_see_the_subjects_memories_with_a_banner_and_links_that_stay_with_
     assert "Viewing <strong>Lena Berg</strong>’s data (agent-user-42)." in html
     assert f'href="/users/{end_user.pk}/memories/{theirs.pk}/"' in html  # links keep the subject
     assert 'href="/memories/">Back to your own</a>' in html
-    assert 'href="/api-keys/"' in html  # pages that are only ever one's own link without the prefix
+    assert 'href="/settings/"' in html  # pages that are only ever one's own link without the prefix
     own = as_staff.get("/memories/").content.decode()
     assert "Viewing <strong>" not in own and "operator own note" in own
 
@@ -182,9 +190,9 @@ def test_the_subjects_json_endpoints_answer_with_their_data(as_staff, end_user):
 
 
 def test_a_page_that_is_only_ever_ones_own_sends_staff_to_their_own(as_staff, end_user):
-    response = as_staff.get(under(end_user, "/api-keys/?x=1"))
+    response = as_staff.get(under(end_user, "/settings/api-keys/?x=1"))
     assert response.status_code == 302
-    assert response["Location"] == "/api-keys/?x=1"
+    assert response["Location"] == "/settings/api-keys/?x=1"
     assert as_staff.post(under(end_user, "/chat/new/")).status_code == 404
     assert not AgentSession.objects.filter(user=end_user).exists()
 

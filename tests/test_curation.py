@@ -365,3 +365,126 @@ def test_consolidation_proposes_what_a_promoted_memory_repeats_or_outdates(user)
     proposal = Proposal.objects.get(user=user)
     assert (proposal.action, proposal.target) == ("supersede", promoted[0])
     assert proposal.memory.content == "I live in Lisbon" and proposal.memory.superseded_by is None
+
+
+# --- Issue 32: text typed differently, facts restated in the other language, edits --------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [
+        ("Omar’s favourite board game is “Go” – always!", 'Omar\'s favourite board game is "Go" - always'),
+        ("Ｍｙ ｖｅｔ ｉｓ Ｄｒ Ｌｉｎｄｑｖｉｓｔ。", "my vet is dr lindqvist"),
+        ("用户的「暗号」是‘山竹’——别忘了！", "用户的\"暗号\"是'山竹'-别忘了"),
+    ],
+)
+def test_quotes_dashes_and_full_width_forms_make_no_new_memory(user, first, again):
+    stored = services.memory_write(user=user, content=first, memory_type="semantic")
+    repeat = services.memory_write(user=user, content=again, memory_type="semantic")
+    assert repeat.action == curation.DUPLICATE and repeat.memory.pk == stored.memory.pk
+    assert Memory.objects.filter(user=user).count() == 1
+
+
+def test_a_value_named_more_or_less_closely_is_the_same_fact(user):
+    board = services.memory_write(
+        user=user, content="Omar's favourite board game is Go", memory_type="semantic"
+    )
+    card = services.memory_write(
+        user=user, content="Omar's favourite card game is bridge", memory_type="semantic"
+    )
+    assert card.action == curation.ADD  # another kind of game: both hold
+    newer = services.memory_write(
+        user=user, content="Omar’s favourite game is now chess.", memory_type="semantic"
+    )
+    assert newer.action == curation.SUPERSEDE
+    assert {m.pk for m in newer.superseded} == {board.memory.pk, card.memory.pk}
+    assert "omar's favourite game is chess" in newer.reason
+
+
+def test_a_fact_restated_in_the_other_language_is_a_repeat_and_a_new_value_replaces_it(user):
+    vienna = services.memory_write(user=user, content="The user lives in Vienna.", memory_type="semantic")
+    again = services.memory_write(user=user, content="我住在维也纳。", memory_type="semantic")
+    assert again.action == curation.MERGE and again.memory.pk == vienna.memory.pk
+    assert Memory.objects.get(pk=vienna.memory.pk).superseded_by is None
+    moved = services.memory_write(user=user, content="我现在住在马德里。", memory_type="semantic")
+    assert moved.action == curation.SUPERSEDE and [m.pk for m in moved.superseded] == [vienna.memory.pk]
+
+
+def test_a_value_the_other_language_may_name_is_neither_replaced_nor_merged(user):
+    first = services.memory_write(user=user, content="The user works at Bramblecote.", memory_type="semantic")
+    other = services.memory_write(user=user, content="我在布兰布科特工作。", memory_type="semantic")
+    assert other.action == curation.ADD  # perhaps the same employer, perhaps not: both kept
+    assert Memory.objects.get(pk=first.memory.pk).superseded_by is None
+
+
+def test_swapped_names_and_numbers_are_no_repeat(user):
+    services.memory_write(user=user, content="Elif taught Jonas to sail last summer.", memory_type="semantic")
+    swapped = services.memory_write(
+        user=user, content="Jonas taught Elif to sail last summer.", memory_type="semantic"
+    )
+    assert swapped.action == curation.ADD
+    services.memory_write(user=user, content="阿敏把三本书借给了小周。", memory_type="semantic")
+    numbers = services.memory_write(user=user, content="阿敏把五本书借给了小周。", memory_type="semantic")
+    assert numbers.action == curation.ADD
+
+
+def test_an_edit_that_repeats_another_memory_is_folded_into_it(api, user):
+    bees = add(api, "I keep bees in the back garden.").json()
+    cider = add(api, "I brew cider every autumn.").json()
+    response = api("patch", f"/memories/{cider['id']}", {"content": "I keep bees in the back garden"})
+    assert response.status_code == 200 and response.json()["archived_at"] is not None
+    kept = Memory.objects.get(pk=bees["id"])
+    assert kept.seen_count == 2 and kept.archived_at is None
+    folded = MemoryEdit.objects.filter(memory=kept).latest("created_at")
+    assert folded.changes["merged"] == [None, "I keep bees in the back garden"]
+    assert folded.reason.startswith("edited to repeat another memory")
+
+
+def test_an_edit_on_the_page_that_states_a_new_value_supersedes_the_old_fact(logged_in, user):
+    dentist = services.memory_write(
+        user=user, content="The user's dentist is Dr Haddad.", memory_type="semantic"
+    )
+    running = services.memory_write(user=user, content="I run along the canal.", memory_type="semantic")
+    page = logged_in.post(
+        f"/memories/{running.memory.pk}/edit/",
+        {
+            "content": "The user's dentist is now Dr Lindqvist.",
+            "memory_type": "semantic",
+            "importance": "0.5",
+            "session": "",
+            "tags": "",
+        },
+    )
+    assert page.status_code == 302
+    old = Memory.objects.get(pk=dentist.memory.pk)
+    assert old.superseded_by_id == running.memory.pk and old.valid_to is not None
+    record = MemoryEdit.objects.get(memory=old, changes__has_key="superseded_by")
+    assert "dentist is dr lindqvist" in record.reason
+
+
+def test_fingerprint_and_lexical_terms_read_one_normalised_text():
+    from core.text import fingerprint, lexical_terms, normalise
+
+    assert normalise("Ｎｏｒａ’s “ｂｅｓｔ” idea — ever") == 'Nora\'s "best" idea - ever'
+    assert fingerprint("Nora’s plan——v２!") == fingerprint("nora's plan-v2")
+    assert lexical_terms("Ｎｏｒａ’s ＫＡＹＡＫ") == lexical_terms("Nora's KAYAK")
+
+
+def test_finding_duplicates_in_a_store_sees_text_typed_differently(user):
+    from memories import cleaning
+
+    items = [
+        services.NewMemory(
+            "Nadia's go-to editor is Helix", "semantic", created_at=timezone.now() - timedelta(days=2)
+        ),
+        services.NewMemory(
+            "Nadia’s go-to editor is Helix!!", "semantic", created_at=timezone.now() - timedelta(days=1)
+        ),
+        services.NewMemory("我住在维也纳", "semantic", created_at=timezone.now() - timedelta(hours=5)),
+        services.NewMemory("The user lives in Vienna", "semantic", created_at=timezone.now()),
+    ]
+    first, again, zh, en = (
+        w.memory for w in services.memory_bulk_create(user=user, items=items, curate=False)
+    )
+    drafts = cleaning.propose(user)
+    assert [(d.action, d.memory, d.target) for d in drafts] == [("merge", again, first), ("merge", en, zh)]

@@ -330,3 +330,53 @@ def test_events_feed_the_graph_too(user):
         user=user, content="Met Kofi Mensah at the Accra office of Globex", memory_type="episodic"
     )
     assert {"Kofi Mensah", "Globex"} <= names(event)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # spaCy's small model calls these cities people or organisations; the gazetteer knows them.
+        ("Our Graz branch office ordered new chairs.", {("Graz", "PLACE")}),
+        ("The Turin branch office is closing in March.", {("Turin", "PLACE")}),
+        ("Called Yusuf about the Malmo branch.", {("Yusuf", "PERSON"), ("Malmo", "PLACE")}),
+        # A capitalised verb opening the sentence and a courtesy title are no part of the name.
+        ("Phoned Dr Okonkwo after lunch.", {("Okonkwo", "PERSON")}),
+        ("Bumped into Ingeborg at the Utrecht conference.", {("Ingeborg", "PERSON"), ("Utrecht", "PLACE")}),
+        # Chinese: a transliterated country jieba takes for a person; a Latin given name; a Chinese city GeoNames
+        # spells only in traditional characters.
+        ("他在立陶宛读书。", {("立陶宛", "PLACE")}),
+        ("昨天和Oliver一起吃饭。", {("Oliver", "PERSON")}),
+        ("她下个月搬去维也纳。", {("维也纳", "PLACE")}),
+    ],
+)
+def test_names_are_typed_by_the_packages_gazetteers_and_trimmed(text, expected):
+    assert {(m.name, m.entity_type) for m in extract(text).mentions} == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我们在第三季度发布了第二版，三楼的会议室订好了。",
+        "We shipped the 3rd release in 2021 and the 10th patch after it.",
+        "My token [api_key masked] expired and my password is [password masked].",
+    ],
+)
+def test_numbers_ordinals_and_masked_secrets_are_never_entities(text):
+    assert extract(text).mentions == []
+
+
+def test_the_users_own_types_outrank_the_gazetteer_and_the_models(user):
+    from memories.graph import entity_update
+
+    first = memory_create(user=user, content="Met Dakar at the harbour.", memory_type="semantic")
+    dakar = first.entities.get()
+    assert (dakar.name, dakar.entity_type) == ("Dakar", "PLACE")
+    entity_update(entity=dakar, entity_type="PERSON")  # Dakar is a colleague's nickname, the user says
+    later = memory_create(user=user, content="Dakar reports to Ilse now.", memory_type="semantic")
+    assert {(e.name, e.entity_type) for e in later.entities.all()} == {
+        ("Dakar", "PERSON"),
+        ("Ilse", "PERSON"),
+    }
+    assert Relation.objects.filter(
+        source__name="Dakar", target__name="Ilse", relation_type="REPORTS_TO"
+    ).exists()

@@ -31,7 +31,7 @@ def test_layout_navigation_reaches_every_section(logged_in):
         ("Graph", "graph"),
         ("Knowledge", "library"),
         ("Chat", "chat"),
-        ("API keys", "api_keys"),
+        ("Settings", "settings"),
         ("Health", "health"),
     ]:
         assert f'href="{reverse(name)}"' in html

@@ -209,20 +209,22 @@ def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user
     assert not theirs.memories.exists()
 
 
-def test_the_api_keys_page_downloads_and_loads_the_archive(logged_in, api, user, other_user, client):
+def test_the_settings_data_tab_downloads_and_loads_the_archive(logged_in, api, user, other_user, client):
     api("post", "/memories/", {"content": "用户喜欢喝茶", "memory_type": "semantic"})
-    page = logged_in.get("/api-keys/").content.decode()
-    assert 'href="/data/export/"' in page and 'action="/data/import/"' in page
-    download = logged_in.get("/data/export/")
+    page = logged_in.get("/settings/data/").content.decode()
+    assert 'href="/settings/data/export/"' in page and 'action="/settings/data/import/"' in page
+    download = logged_in.get("/settings/data/export/")
     assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
     archive = b"".join(download.streaming_content)
-    again = logged_in.post("/data/import/", {"archive": SimpleUploadedFile("mine.zip", archive)}, follow=True)
+    again = logged_in.post(
+        "/settings/data/import/", {"archive": SimpleUploadedFile("mine.zip", archive)}, follow=True
+    )
     assert "was not imported" in again.content.decode() and "already holds" in again.content.decode()
     client.logout()
     client.force_login(other_user)
-    client.post("/data/import/", {"archive": SimpleUploadedFile("bad.zip", b"nope")})
+    client.post("/settings/data/import/", {"archive": SimpleUploadedFile("bad.zip", b"nope")})
     assert not other_user.memories.exists()
-    assert client.get("/data/export/").status_code == 200  # her own, empty archive
+    assert client.get("/settings/data/export/").status_code == 200  # her own, empty archive
 
 
 def test_an_archive_from_before_sessions_moved_to_memories_still_loads(user, tmp_path):

@@ -105,7 +105,8 @@ def test_documents_and_chat_messages_are_screened(logged_in, user):
 
 
 def test_the_settings_form_saves_the_policies(logged_in, user):
-    response = logged_in.post("/privacy/", {"secrets": "refuse", "personal": "mask"})
-    assert response.status_code == 302
+    response = logged_in.post("/settings/privacy/", {"secrets": "refuse", "personal": "mask"})
+    assert response.status_code == 302 and response["Location"] == "/settings/privacy/"
     assert PrivacySettings.policies_for(user) == {"secret": "refuse", "personal": "mask"}
-    assert "Privacy" in logged_in.get("/api-keys/").content.decode()
+    page = logged_in.get("/settings/privacy/").content.decode()
+    assert "Privacy settings saved" in page and '<option value="refuse" selected>' in page

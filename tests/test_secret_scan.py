@@ -167,15 +167,15 @@ HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "secret-scan"}
 
 
 def test_the_privacy_settings_preview_counts_and_the_mask_button_masks(stored, user, logged_in):
-    page = logged_in.get("/api-keys/")
-    assert 'action="/privacy/scan/"' in page.text and "Preview" in page.text
+    page = logged_in.get("/settings/privacy/")
+    assert 'action="/settings/privacy/scan/"' in page.text and "Preview" in page.text
     before = everything(user)
-    preview = logged_in.post("/privacy/scan/", {"action": "preview"}, **HTMX)
+    preview = logged_in.post("/settings/privacy/scan/", {"action": "preview"}, **HTMX)
     assert preview.status_code == 200 and "<html" not in preview.text
     assert "Preview: 14 secrets would be masked." in preview.text
     assert '<td>edit history</td><td class="number">2</td><td class="number">2</td>' in preview.text
     assert everything(user) == before
-    done = logged_in.post("/privacy/scan/", {"action": "mask"})  # without htmx: the whole page
+    done = logged_in.post("/settings/privacy/scan/", {"action": "mask"})  # without htmx: the whole page
     assert done.status_code == 200 and "<html" in done.text and "14 secrets masked." in done.text
     assert TOKEN not in everything(user) and PASSWORD not in everything(user)
     edit = Memory.objects.get(pk=stored[0].pk).edits.order_by("-created_at", "-pk").first()
@@ -186,21 +186,21 @@ def test_only_staff_may_scan_every_users_data(stored, user, other_user, client):
     memory_create(user=other_user, content="placeholder", memory_type="semantic")
     Memory.objects.filter(user=other_user).update(content=f"mallory's token {TOKEN}")
     client.force_login(other_user)
-    refused = client.post("/privacy/scan/", {"action": "mask", "everyone": "1"})
+    refused = client.post("/settings/privacy/scan/", {"action": "mask", "everyone": "1"})
     assert refused.status_code == 403
     assert TOKEN in everything(user)  # nothing of alice's was touched
     other_user.is_staff = True
     other_user.save()
-    preview = client.post("/privacy/scan/", {"action": "preview", "everyone": "1"}, **HTMX)
+    preview = client.post("/settings/privacy/scan/", {"action": "preview", "everyone": "1"}, **HTMX)
     assert "Preview: 15 secrets would be masked in the data of 2 users." in preview.text
-    own = client.post("/privacy/scan/", {"action": "mask"}, **HTMX)
+    own = client.post("/settings/privacy/scan/", {"action": "mask"}, **HTMX)
     assert "1 secret masked." in own.text
     assert TOKEN in everything(user) and TOKEN not in everything(other_user)
 
 
 def test_a_user_whose_settings_keep_secrets_sees_them_counted_not_masked(stored, user, logged_in):
     PrivacySettings.objects.filter(user=user).update(secrets="keep")
-    response = logged_in.post("/privacy/scan/", {"action": "mask"}, **HTMX)
+    response = logged_in.post("/settings/privacy/scan/", {"action": "mask"}, **HTMX)
     assert "your privacy settings keep secrets" in response.text
     assert TOKEN in everything(user)
 

@@ -20,7 +20,7 @@ def test_preview_then_mask_the_stored_secrets(
     PrivacySettings.objects.filter(user=user).update(secrets="mask")
 
     log_in("alice")
-    page.goto(f"{live_server.url}/api-keys/")
+    page.goto(f"{live_server.url}/settings/privacy/")
     scan = page.locator("#secret-scan")
     scan.get_by_role("button", name="Preview").click()
     expect(scan.get_by_text("Preview: 1 secret would be masked.")).to_be_visible()

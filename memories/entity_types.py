@@ -1,0 +1,174 @@
+"""What kind of thing a name is, and which spans are no names at all (memories.entities reads a text, this
+module decides what it found).
+
+In order of trust:
+1. The user's own graph: a type a person set by hand on an entity (a retype in the graph's curation log) is kept
+   for every later mention of that name (memories.services passes them in; a spaCy EntityRuler would do the same
+   per call, at the cost of building one per user).
+2. Names packages know: a country, a US state or a city of CITY_POPULATION people or more is a PLACE
+   (core.gazetteer: "the Brno branch office" is no person), a name that opens with a given name (Faker's
+   person providers, some 80 locales) is a PERSON where spaCy's small model saw an organisation or nothing.
+3. The language tools: spaCy's named entities for English, jieba's part-of-speech tags for Chinese.
+And never an entity: bare numbers and ordinals ("第一版", "3rd", "2021"), and the placeholders core.privacy
+leaves for a masked secret ("[api_key masked]").
+
+Spans are trimmed with spaCy's own analysis: a leading determiner ("the Department of Defense"), a courtesy
+title ("Dr Smith") and a capitalised verb opening the sentence ("Met Marco at …": the sentence is read again with
+that word in lower case, and if spaCy then calls it a verb it is no part of a name).
+"""
+
+import re
+from functools import cache
+
+from core import gazetteer
+from core.secrets import PLACEHOLDER
+
+# Chosen on the UNER English dev set (bench/extraction_eval.py, results/extraction.md): a city this large that
+# spaCy calls a person or an organisation is far more often the city.
+CITY_POPULATION = 100_000
+# Courtesy titles: a closed class of English, never part of the name they precede.
+_TITLES = frozenset("mr mrs ms miss mx dr prof sir dame lord lady rev fr sr st".split())
+_NUMERALS = "0-9０-９〇零一二三四五六七八九十百千万亿两壹贰叁肆伍陆柒捌玖拾"
+# A number or an ordinal, in digits or Chinese numerals, with at most one measure word after it ("第一版",
+# "三楼", "2021年", "3rd", "1,000").
+_NUMBER = re.compile(
+    rf"^(?:第\s*)?[{_NUMERALS}][{_NUMERALS},.\s]*(?:st|nd|rd|th|[\u4e00-\u9fff])?$", re.IGNORECASE
+)
+
+
+def is_name(name: str) -> bool:
+    """False for what is never an entity: no letter at all, a number or ordinal, or a masked secret."""
+    name = name.strip()
+    if not any(char.isalpha() for char in name) or _NUMBER.match(name):
+        return False
+    return not PLACEHOLDER.search(name) and "masked]" not in name
+
+
+def english_type(name: str, entity_type: str) -> str:
+    """The type of an English name spaCy typed `entity_type` (CONCEPT: a proper noun its NER left out), by the
+    packages' gazetteers: a country, US state or large city is a PLACE (unless spaCy saw a person with a given
+    name: "Milan"); a name of one or two words opening with a given name is a PERSON where spaCy said
+    organisation or nothing ("Traci", "Ask Priya"); an acronym it left untyped is an organisation ("AFP")."""
+    if entity_type in ("SKILL", "TIME"):
+        return entity_type
+    words = name.split()
+    given = bool(words) and words[0].casefold() in _given_names()
+    if (
+        entity_type != "PLACE"
+        and not (entity_type == "PERSON" and given)
+        and gazetteer.is_place(name, CITY_POPULATION)
+    ):
+        return "PLACE"
+    if len(words) > 1 and words[-1].casefold().rstrip(".") in _ORG_DESIGNATORS and entity_type != "PLACE":
+        return "ORG"
+    if (
+        entity_type in ("ORG", "CONCEPT", "PRODUCT", "EVENT")
+        and given
+        and len(words) <= 2
+        and not gazetteer.is_place(name)
+    ):
+        return "PERSON"
+    if entity_type == "CONCEPT" and _ACRONYM.match(name):
+        return "ORG"
+    return entity_type
+
+
+_ACRONYM = re.compile(r"^[A-Z]{2,6}$")
+# The words English organisation names end with ("Acme Corp", "Ashdown Horse Transport"): a closed class of
+# company forms and institution heads, the counterpart of memories.entities' Chinese endings.
+_ORG_DESIGNATORS = frozenset(
+    "inc corp corporation co company ltd llc plc gmbh group bank university college institute foundation "
+    "association agency ministry department council committee commission authority society union club party "
+    "airlines airways motors insurance labs laboratories technologies systems services partners holdings".split()
+)
+
+
+def chinese_type(word: str, entity_type: str) -> str:
+    """The type of a word jieba tagged as a name: a place the gazetteer knows is a PLACE (jieba tags many
+    transliterated places as people: "乌克兰", "多伦多")."""
+    if entity_type != "PLACE" and (gazetteer.is_place(word, CITY_POPULATION) or _PLACE_ENDING.search(word)):
+        return "PLACE"
+    return entity_type
+
+
+# The characters Chinese place names end with and given names do not: temples, palaces, lakes, counties, cities,
+# provinces, districts, towns, villages, roads, streets, bridges, islands, ports, bays, stations ("双吉寺",
+# "玄武湖"); jieba tags many such names as people.
+_PLACE_ENDING = re.compile(r"[\u4e00-\u9fff][寺宫湖县市省区镇乡村路街桥岛港湾站塔]$")
+
+
+def latin_in_chinese_type(name: str, entity_type: str) -> str:
+    """A Latin-script name inside Chinese text is a product ("用React写") unless a gazetteer knows it: a place
+    ("Lisbon"), or a person's given name opening it ("Lucy", "Randy Quaid")."""
+    words = name.split()
+    if gazetteer.is_place(name, CITY_POPULATION):
+        return "PLACE"
+    if words and words[0].casefold() in _given_names() and len(words) <= 3:
+        return "PERSON"
+    return entity_type
+
+
+@cache
+def _given_names() -> frozenset[str]:
+    """Given names in Latin script from every locale of Faker's person providers, case-folded."""
+    import importlib
+    import pkgutil
+
+    import faker.providers.person as people
+
+    names: set[str] = set()
+    for module_info in pkgutil.iter_modules(people.__path__):
+        provider = getattr(importlib.import_module(f"{people.__name__}.{module_info.name}"), "Provider", None)
+        for attribute in ("first_names", "first_names_male", "first_names_female", "first_names_nonbinary"):
+            value = vars(provider).get(attribute) if provider is not None else None
+            if isinstance(value, (list, tuple, dict)):
+                names.update(n.casefold() for n in value if n[:1].isupper() and n.replace("-", "").isalpha())
+    return frozenset(name for name in names if not any("\u3400" <= char <= "\u9fff" for char in name))
+
+
+def trimmed(tokens: list) -> list:
+    """A name's spaCy tokens without what precedes the name: determiners, possessives, courtesy titles,
+    punctuation."""
+    start = 0
+    while start < len(tokens) - 1 and (
+        tokens[start].pos_ in ("DET", "PRON", "PUNCT", "ADP", "CCONJ")
+        or tokens[start].lower_.rstrip(".") in _TITLES
+    ):
+        start += 1
+    end = len(tokens)
+    while end > start + 1 and tokens[end - 1].pos_ in ("PUNCT", "PART") and tokens[end - 1].text != ".":
+        end -= 1
+    return tokens[start:end]
+
+
+def is_title(tokens: list) -> bool:
+    """A courtesy title or a role in capitals before a name ("Dr", "CEO"), not part of it."""
+    return all(t.lower_.rstrip(".") in _TITLES or (t.is_upper and len(t.text) > 1) for t in tokens)
+
+
+def recased(text: str, doc) -> str | None:
+    """`text` with each sentence's opening word in lower case, when spaCy took that word for part of a name
+    (a proper noun) only because of its capital: None when no sentence opens so."""
+    chars = list(text)
+    changed = False
+    for sentence in doc.sents:
+        first = sentence[0]
+        if first.pos_ == "PROPN" and first.is_title and len(sentence) > 1 and first.ent_type_ != "PERSON":
+            chars[first.idx] = first.text[0].lower()
+            changed = True
+    return "".join(chars) if changed else None
+
+
+def opens_with_non_name(token, recased_doc) -> bool:
+    """True when this sentence-opening token, read again in lower case, is a verb ("Met", "Visited") and no
+    given name or place a gazetteer knows ("Ana", "Lyon" stay names)."""
+    if recased_doc is None:
+        return False
+    other = recased_doc[token.i] if token.i < len(recased_doc) else None
+    return (
+        other is not None
+        and other.idx == token.idx
+        and other.pos_ in ("VERB", "AUX")
+        and token.text.casefold() not in _given_names()
+        and not gazetteer.places(token.text)
+    )
