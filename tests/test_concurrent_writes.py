@@ -33,6 +33,16 @@ def sentence(n: int) -> str:
     )
 
 
+CARGO = ["pears", "copper wire", "wool", "slate tiles", "lamp oil", "rye flour"]
+EVENTS = ["harvest fair", "winter market", "regatta", "choir festival"]
+
+
+def order(n: int) -> str:
+    """Unlike any sentence(): curation merges a near-duplicate add into the memory it repeats (a merged add's id
+    is the earlier memory's), and "met … on day 1" and "met … on day 1001" read as one fact to it."""
+    return f"{PLACES[n % 5]} ordered {n + 3} crates of {CARGO[n % 6]} for the {EVENTS[n % 4]}."
+
+
 def stored(instance: ServedInstance, database_url: str) -> list[tuple[str, str]]:
     query = "SELECT id, content FROM memories_memory"
     if database_url:
@@ -90,7 +100,7 @@ def test_concurrent_bulk_and_single_adds_all_succeed_and_store_each_memory_once(
 
     def singles(client: int) -> None:
         for n in range(SINGLES_EACH):
-            text = f"[single {client}.{n}] {sentence(1000 + client * SINGLES_EACH + n)}"
+            text = f"[single {client}.{n}] {order(client * SINGLES_EACH + n)}"
             send("/memories/", {"content": text, "memory_type": "semantic"}, [text])
 
     threads = [threading.Thread(target=bulk, args=(c,)) for c in range(BULKS)]
