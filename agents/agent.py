@@ -33,6 +33,7 @@ from agents.answers import (
 from agents.toolspecs import FUNCTIONS, openai_tools
 from core import privacy
 from core.disconnect import ClientGone
+from core.disk import DiskFull
 from core.limits import MAX_QUERY_CHARS
 from core.llm import Budget, Completion, LLMError, ToolCall, get_llm
 from core.models import ApiKey, PrivacySettings
@@ -186,14 +187,22 @@ class Agent:
         # A question is context for this conversation only: never important enough to be consolidated.
         importance = 0.3 if asking else 0.8 if IMPORTANT_TURN.search(text) else 0.5
         try:
-            self._keep(
-                saved, text[:4000], MemoryType.WORKING, importance, message, metadata={"origin": CHAT_ORIGIN}
-            )
-        except memory_services.MemoryRequestError as exc:
-            logger.info("turn not kept in working memory: %s", exc)
-        if self.llm is None:
-            for statement in statements(text):
-                self._keep(saved, statement, MemoryType.SEMANTIC, 0.8, message)
+            try:
+                self._keep(
+                    saved,
+                    text[:4000],
+                    MemoryType.WORKING,
+                    importance,
+                    message,
+                    metadata={"origin": CHAT_ORIGIN},
+                )
+            except memory_services.MemoryRequestError as exc:
+                logger.info("turn not kept in working memory: %s", exc)
+            if self.llm is None:
+                for statement in statements(text):
+                    self._keep(saved, statement, MemoryType.SEMANTIC, 0.8, message)
+        except DiskFull as exc:  # the conversation goes on; nothing more is stored until there is room
+            logger.warning("turn not kept in memory: %s", exc)
         return saved
 
     def _keep(

@@ -4,7 +4,7 @@ from typing import cast
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Field, NinjaAPI, Schema
+from ninja import Field, NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, ValidationError
 from ninja.renderers import JSONRenderer
 
@@ -175,15 +175,17 @@ class HealthOut(Schema):
     checks: list[HealthCheckOut]
 
 
-@api.get("/health", auth=None, response=HealthOut, exclude_none=True, tags=["health"])
+@api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut}, exclude_none=True, tags=["health"])
 def health(request: HttpRequest):
-    """Whether each concern's backend is up. Needs no key. Anyone sees up or down per backend; a logged-in
-    staff user (the browser session) also sees what answered or why not, and how long it took."""
+    """Whether each concern's backend is up: 200 when all are, 503 (the same body) when any is not, so a load
+    balancer or a container health check needs no JSON. Needs no key. Anyone sees up or down per backend; a
+    logged-in staff user (the browser session) also sees what answered or why not, and how long it took."""
     checks = [check.as_dict() for check in run_checks()]
     if not (request.user.is_authenticated and request.user.is_staff):
         # Error texts name hosts, ports and file paths: an anonymous caller learns only up or down.
         checks = [{key: check[key] for key in ("concern", "backend", "ok")} for check in checks]
-    return {"ok": all(check["ok"] for check in checks), "checks": checks}
+    ok = all(check["ok"] for check in checks)
+    return Status(200 if ok else 503, {"ok": ok, "checks": checks})
 
 
 class MeOut(Schema):

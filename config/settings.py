@@ -101,6 +101,11 @@ TEMPLATES = [
 ]
 
 # --- Relational store (the source of truth) ---------------------------------------------------------------
+# SQLite has one write lock: this process's writers queue for it in turn (core/sqlite/base.py) and wait at most this
+# long before "database is locked". Write transactions are short (a single add some milliseconds, the rows of a bulk
+# of 200 a fraction of a second; the model work runs outside them), but a writer can queue behind every request
+# thread's transaction, each slowed by the others on two cores.
+SQLITE_BUSY_SECONDS = env_float("MNEMO_SQLITE_BUSY_SECONDS", 30.0, minimum=1.0)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     if not DATABASE_URL.startswith(("postgres://", "postgresql://", "sqlite://")):
@@ -119,13 +124,14 @@ else:
     (DATA_DIR / "mnemo.sqlite3").touch(mode=0o600, exist_ok=True)
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": "core.sqlite",  # Django's, with a fair queue for the write lock (core/sqlite/base.py)
             # django-stubs types NAME as str; Django takes a Path (its own startproject template writes one).
             "NAME": DATA_DIR / "mnemo.sqlite3",  # type: ignore[typeddict-item]
             "OPTIONS": {
                 # WAL lets page reads run while the background pool writes; IMMEDIATE avoids
                 # "database is locked" upgrades from read to write transactions.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                f"PRAGMA busy_timeout={int(SQLITE_BUSY_SECONDS * 1000)};",
                 "transaction_mode": "IMMEDIATE",
             },
         }
@@ -175,6 +181,9 @@ if LLM_BASE_URL and not LLM_MODEL:
 # --- Background work: in-process pool by default, Celery when a broker is set ---------------------------------
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp", "amqps"))
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+# Nothing reads a task's result (core.ping aside): publishing one would also subscribe to the result backend,
+# which with Redis down retried 20 times (19 s) in the publishing thread.
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -191,6 +200,9 @@ MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
 # Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
 # often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
 MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
+# Each vector mirror is compared with its rows this often; missing or damaged points are left for the sweeps
+# (core/mirrors.py): a vector store deleted or damaged under a running server mends itself.
+MNEMO_MIRROR_CHECK_SECONDS = env_float("MNEMO_MIRROR_CHECK_SECONDS", 600.0, minimum=10.0)
 # Documents a killed worker left half-ingested are looked for this often (knowledge.services.STALLED_AFTER).
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
 # SQLite's planner statistics are refreshed this often when a table's size has changed (core/planner_stats.py).
@@ -202,6 +214,7 @@ MNEMO_ACCESS_LOG_PRUNE_SECONDS = 3600.0
 CELERY_BEAT_SCHEDULE = {
     "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+    "mirror-check": {"task": "core.check_mirrors", "schedule": MNEMO_MIRROR_CHECK_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
     "planner-statistics": {
         "task": "core.refresh_planner_statistics",
@@ -268,10 +281,18 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"
 MNEMO_MAX_UPLOAD_MB = env_int("MNEMO_MAX_UPLOAD_MB", 50, minimum=1)
+# Writes (uploads, memories, ingestion, the vector optimizer's copy) leave at least this much of the data folder's
+# disk free (core/disk.py): past it they are refused with 507 or paused, and the health check turns 503. The
+# embedded vector store grows sparse files that it maps into memory: a write into one on a full disk kills the
+# server (SIGBUS), so keep the reserve above what the store may touch at once (its files grow in 32 MB pieces).
+MNEMO_DISK_RESERVE_MB = env_int("MNEMO_DISK_RESERVE_MB", 256, minimum=0)
 # Each upload is converted in a child process with this much time and added memory; past either, the document
 # fails with the reason and the server carries on. Under 15 minutes, after which a silent document counts as stalled.
 MNEMO_CONVERT_SECONDS = env_int("MNEMO_CONVERT_SECONDS", 300, minimum=5, maximum=840)
 MNEMO_CONVERT_MEMORY_MB = env_int("MNEMO_CONVERT_MEMORY_MB", 2048, minimum=256)
+# Documents of one user converted at once: the others wait their turn without holding a worker, so one user's
+# files (a slow or hostile one takes minutes) never take every worker from everyone else's.
+MNEMO_CONVERSIONS_PER_USER = env_int("MNEMO_CONVERSIONS_PER_USER", 1, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 STORAGES = {

@@ -10,8 +10,12 @@ application = get_wsgi_application()
 from django.conf import settings  # noqa: E402
 
 from config.warmup import warm_up  # noqa: E402
-from core.dispatch import start_background_work  # noqa: E402
-from core.tasks import optimize_vectors_when_quiet, refresh_planner_statistics  # noqa: E402
+from core.dispatch import dispatch, start_background_work  # noqa: E402
+from core.tasks import (  # noqa: E402
+    check_mirrors,
+    optimize_vectors_when_quiet,
+    refresh_planner_statistics,
+)
 from knowledge.services import documents_resume_stalled  # noqa: E402
 from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
 from memories.tasks import prune_access_log, sync_unsynced_memories  # noqa: E402
@@ -23,6 +27,7 @@ start_background_work(
     periodic=[
         (sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (sync_unsynced_chunks, settings.MNEMO_MIRROR_SWEEP_SECONDS),
+        (check_mirrors, settings.MNEMO_MIRROR_CHECK_SECONDS),
         (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
         (refresh_planner_statistics, settings.MNEMO_PLANNER_STATS_SECONDS),
         (prune_access_log, settings.MNEMO_ACCESS_LOG_PRUNE_SECONDS),
@@ -36,5 +41,7 @@ start_background_work(
         # This process's pool is new: a document still active was left by the process before it.
         lambda: documents_resume_stalled(stalled_after=timedelta(0)),
         refresh_planner_statistics,
+        # A store deleted or damaged while the server was down shows at once, not at the first period.
+        lambda: dispatch(check_mirrors),
     ],
 )

@@ -372,5 +372,6 @@ def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
 def health(request: AuthenticatedHttpRequest) -> HttpResponse:
     checks = run_checks()
     # Details name hosts, ports and data paths: staff only, as at /api/v1/health.
-    context = {"checks": checks, "ok": all(c.ok for c in checks), "details": request.user.is_staff}
-    return render(request, "console/health.html", context)
+    ok = all(c.ok for c in checks)
+    context = {"checks": checks, "ok": ok, "details": request.user.is_staff}
+    return render(request, "console/health.html", context, status=200 if ok else 503)

@@ -40,19 +40,22 @@ def authenticate_api_key(raw_key: str) -> ApiKey | None:
 
 
 class TooManyKeyFailures(Exception):
-    """This address sent too many wrong keys (core.ratelimits); every key is refused until the window passes."""
+    """This address sent too many wrong keys (core.ratelimits): its wrong keys get 429 until the window passes;
+    a valid key is still accepted."""
 
     message = "Too many requests with a wrong API key from this address. Wait a minute and try again."
 
 
 def authenticate_request_key(request: HttpRequest, raw_key: str) -> ApiKey | None:
-    """The key a request sends, with wrong keys counted per address; raises TooManyKeyFailures over the rate."""
-    if ratelimits.api_key_blocked(request):
-        raise TooManyKeyFailures(TooManyKeyFailures.message)
+    """The key a request sends; a wrong one is counted per address and, over the rate, raises
+    TooManyKeyFailures. A valid key is never refused for what other clients at its address did."""
     api_key = authenticate_api_key(raw_key)
-    if api_key is None and raw_key:
-        ratelimits.record_api_key_failure(request)
-    return api_key
+    if api_key is not None or not raw_key:
+        return api_key
+    if ratelimits.api_key_failures_blocked(request):
+        raise TooManyKeyFailures(TooManyKeyFailures.message)
+    ratelimits.record_api_key_failure(request)
+    return None
 
 
 def request_key_header(request: HttpRequest) -> str:

@@ -16,7 +16,7 @@ from celery import Task
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
-from core.breaker import Breaker
+from core.outbox import outbox
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +26,6 @@ _pending: set[Future] = set()
 LOCAL_MAX_RETRIES = 6
 LOCAL_BACKOFF_SECONDS = 2.0
 BATCH_SIZE = 500  # items per task started by dispatch_batch_on_commit
-# A task is asked for after its write committed. When the broker cannot take it, the write still stands and the
-# task is left to the sweeps (mirror sweep, stalled documents) instead of failing the request.
-broker_breaker = Breaker()
 
 
 def uses_celery() -> bool:
@@ -64,10 +61,11 @@ def _run_locally(task: Task, args: tuple, kwargs: dict, attempt: int = 0) -> Any
         close_old_connections()
 
 
-def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
-    """Start `task` in the background now (Celery AsyncResult, or a Future from the local pool)."""
+def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future:
+    """Start `task` in the background now. The future resolves to the task's result on the local pool, and with
+    Celery to its AsyncResult once the broker has it (core/outbox.py: the caller never waits for the broker)."""
     if uses_celery():
-        return _send(task, args, kwargs)
+        return outbox.put(task, args, kwargs)
     if settings.MNEMO_TASKS_EAGER:
         # Tests: run in the caller's thread, which sees the test transaction's uncommitted rows.
         future: Future = Future()
@@ -83,18 +81,20 @@ def dispatch(task: Task, *args: Any, **kwargs: Any) -> Future | Any:
     return future
 
 
-def _send(task: Task, args: tuple, kwargs: dict) -> Any:
-    """The task to the broker, or None (and a warning) while the broker is unreachable."""
-    if broker_breaker.remaining():
-        logger.warning("broker still unreachable: %s left for the sweep", task.name)
-        return None
-    try:
-        # No publish retries: kombu's default spends ~20 s on them while the request waits.
-        return task.apply_async(args=args, kwargs=kwargs, retry=False)
-    except Exception as exc:  # kombu's OperationalError and socket errors alike mean "not sent"
-        broker_breaker.trip()
-        logger.warning("broker unreachable (%s): %s left for the sweep", exc, task.name)
-        return None
+# Tests (MNEMO_TASKS_EAGER): the tasks dispatch_later() was asked for, for the test to run when it chooses.
+deferred: list[tuple[Task, tuple, dict]] = []
+
+
+def dispatch_later(task: Task, delay_seconds: float, *args: Any, **kwargs: Any) -> None:
+    """Start `task` in `delay_seconds`: a task that must wait its turn gives its worker back meanwhile."""
+    if uses_celery():
+        outbox.put(task, args, kwargs, {"countdown": delay_seconds})
+    elif settings.MNEMO_TASKS_EAGER:
+        deferred.append((task, args, kwargs))
+    else:
+        timer = threading.Timer(delay_seconds, partial(dispatch, task, *args, **kwargs))
+        timer.daemon = True
+        timer.start()
 
 
 def dispatch_on_commit(task: Task, *args: Any, **kwargs: Any) -> None:
@@ -181,7 +181,8 @@ def start_background_work(
 
 def worker_description() -> str:
     if uses_celery():
-        return f"Celery via {redact_url(settings.CELERY_BROKER_URL)}"
+        waiting = f", {outbox.waiting()} task(s) waiting to be sent" if outbox.waiting() else ""
+        return f"Celery via {redact_url(settings.CELERY_BROKER_URL)}{waiting}"
     return f"in-process pool ({settings.MNEMO_WORKERS} threads)"
 
 

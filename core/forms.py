@@ -20,7 +20,8 @@ class PrivacySettingsForm(forms.ModelForm):
 
 
 class RateLimitedSignIn(AuthenticationForm):
-    """Sign-in forms that refuse every attempt once this address or username failed too often (core.ratelimits)."""
+    """Sign-in forms that refuse the attempts of an address that failed too often, for this username or in all
+    (core.ratelimits)."""
 
     blocked = False
     request: HttpRequest  # not None: LoginView and the admin's login always pass the request
@@ -29,7 +30,7 @@ class RateLimitedSignIn(AuthenticationForm):
         if ratelimits.sign_in_blocked(self.request):
             self.blocked = True
             raise forms.ValidationError(
-                "Too many failed sign-ins from here or for this username. Wait a minute and try again.",
+                "Too many failed sign-ins from this address. Wait a minute and try again.",
                 code="rate_limited",
             )
         try:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.db import connection, connections
 
-from core import dispatch, stores
+from core import disk, dispatch, mirrors, stores
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Check:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def problem(self) -> str:
+        """What a failed check means, in a word or two for the health page."""
+        return {"disk": "low on space", "mirrors": "behind"}.get(self.concern, "unreachable")
 
 
 BUDGET_SECONDS = 1.5
@@ -66,6 +71,23 @@ def _worker() -> str:
     return f"{dispatch.worker_description()}, {len(replies)} worker(s) answering"
 
 
+def _disk() -> str:
+    space = disk.disk_space()
+    if not space.ok:
+        raise RuntimeError(f"{space.describe()}: uploads and memory writes are refused, ingestion pauses")
+    return space.describe()
+
+
+def _mirrors() -> str:
+    drifts = [mirrors.compare(mirror) for mirror in mirrors.registered()]
+    report = "; ".join(drift.describe() for drift in drifts)
+    if any(drift.behind for drift in drifts):
+        raise RuntimeError(
+            f"{report}. The periodic check has the sweeps write them again; `resync_mirrors` does it now"
+        )
+    return report
+
+
 def _llm() -> str:
     if not settings.LLM_BASE_URL:
         return "not configured: chat answers from retrieved memories and passages only"
@@ -91,7 +113,9 @@ def run_checks() -> list[Check]:
     database_backend = "postgresql" if connection.vendor == "postgresql" else connection.vendor
     probes = [
         ("database", database_backend, _database),
+        ("disk", "data folder", _disk),
         ("vectors", vector_backend, lambda: stores.vector_store().ping()),
+        ("mirrors", "vectors vs database", _mirrors),
         ("graph", graph_backend, lambda: stores.graph_store().ping()),
         ("embeddings", settings.EMBED_MODEL_TYPE, lambda: stores.embedding_set().describe()),
         ("worker", "celery" if dispatch.uses_celery() else "in-process", _worker),

@@ -34,6 +34,7 @@ def vector_store() -> "VectorStore":
 
 @cache
 def _vector_store() -> "VectorStore":
+    from core.disk import require_vector_room
     from core.vectorstore import open_vector_store
 
     return open_vector_store(
@@ -42,6 +43,7 @@ def _vector_store() -> "VectorStore":
         api_key=settings.QDRANT_API_KEY,
         timeout=settings.QDRANT_TIMEOUT,
         prefix=settings.QDRANT_COLLECTION,
+        before_growth=require_vector_room,
     )
 
 
@@ -113,10 +115,10 @@ def collection_store(name: str, *, keyword_fields: tuple[str, ...] = (), float_f
 
 
 def rebuild_collection(name: str) -> None:
-    """Drop collection `name` so the next collection_store() creates it for the configured embedders."""
-    store = vector_store()
-    if name in store.collections():
-        store.drop_collection(name)
+    """Drop collection `name` so the next collection_store() creates it for the configured embedders. Dropped
+    even when the store no longer lists it: the embedded store may still hold files deleted under it open, and
+    would otherwise go on writing to them."""
+    vector_store().drop_collection(name)
     _ready_collections.pop(name, None)
 
 

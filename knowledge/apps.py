@@ -5,4 +5,6 @@ class KnowledgeConfig(AppConfig):
     name = "knowledge"
 
     def ready(self) -> None:
-        from knowledge import signals  # noqa: F401 - connects the chunk mirror receiver
+        from knowledge import mirror, signals  # noqa: F401 - signals connects the chunk mirror receiver
+
+        mirror.register()

@@ -17,6 +17,7 @@ class DocumentStatus(models.TextChoices):
     READY = "ready", "ready"
     FAILED = "failed", "failed"
     CANCELLED = "cancelled", "cancelled"
+    PAUSED = "paused", "paused"  # waiting for disk space (core/disk.py); the resume sweep starts it again
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -58,6 +59,8 @@ class Document(TimeStampedModel):
     chunk_size = models.PositiveIntegerField(default=800)
     chunk_overlap = models.PositiveIntegerField(default=100)
     ready_at = models.DateTimeField(null=True, blank=True)
+    # A paused document's ingestion needs this many bytes beyond the disk reserve to go on.
+    space_needed = models.PositiveBigIntegerField(default=0)
 
     objects = DocumentQuerySet.as_manager()
 

@@ -197,7 +197,8 @@ class AskOut(Schema):
 class DocumentFilter(Schema):
     namespace: Namespace | None = None
     status: (
-        Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled"] | None
+        Literal["queued", "converting", "chunking", "embedding", "ready", "failed", "cancelled", "paused"]
+        | None
     ) = None
 
 

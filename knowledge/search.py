@@ -11,13 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
+from django.db.models import Q
 
 from core import hybrid
 from core.cpu_slots import cpu_slot
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.llm import Budget, LLMError, get_llm
 from core.ranking import RANKING, RankingConfig
+from core.text import lexical_terms, without_paths
 from core.vectorstore import VectorStoreError
+from knowledge.mirror import missing_points
 from knowledge.models import Chunk, DocumentStatus
 from knowledge.pipeline.convert import normalise_text
 from knowledge.services import COLLECTION, check_namespace, chunk_store
@@ -119,7 +122,21 @@ def search_chunks(
                 for index, text in enumerate(queries)
             ]
         except VectorStoreError as exc:
-            return KnowledgeResult([], f"The vector store is unavailable: {exc}", queries)
+            logger.warning("knowledge search unavailable, falling back to text match: %s", exc)
+            # What went wrong helps (another process holds the embedded store); where on the disk does not.
+            reason = without_paths(str(exc) or exc.__class__.__name__)
+            notices.append(
+                f"The vector store is unavailable ({reason}); results come from a plain text match."
+            )
+            hits = [hit for hit in _text_match(user, query, namespaces) if hit.score >= min_score]
+            hits.sort(key=lambda hit: hit.score, reverse=True)
+            return KnowledgeResult(hits[:limit], " ".join(notices), queries)
+        missing = missing_points(user, namespaces)
+        if missing:
+            notices.append(
+                f"The vector store is missing {missing:,} of your passages until it is repaired; plain text "
+                "matches are included meanwhile."
+            )
         fused = hybrid.fuse(runs, config)
         # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise
         # walks the user's whole (user, namespace) index, and the documents' Markdown is never needed here.
@@ -141,8 +158,42 @@ def search_chunks(
             hits.append(
                 ChunkHit(chunk, evidence.relevance, {**evidence.signal_parts(), "fused": evidence.relevance})
             )
+    if missing:
+        found = {hit.chunk.pk for hit in hits}
+        hits += [
+            hit
+            for hit in _text_match(user, query, namespaces)
+            if hit.chunk.pk not in found and hit.score >= min_score
+        ]
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return KnowledgeResult(hits[:limit], " ".join(notices), queries)
+
+
+TEXT_MATCHES = 500
+
+
+def _text_match(user: User, query: str, namespaces: list[str]) -> list[ChunkHit]:
+    """Passages containing the query's words, each scored by the share of them it holds: what a search can
+    still find while the vector store cannot serve it (unavailable, or missing points until they are repaired)."""
+    terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
+    if not terms:
+        return []
+    condition = Q()
+    for term in terms:
+        condition |= Q(text__icontains=term)
+    chunks = (
+        Chunk.objects.active()
+        .filter(user=user, namespace__in=namespaces)
+        .filter(condition)
+        .select_related("document")
+        .defer("document__markdown")[:TEXT_MATCHES]
+    )
+    hits = []
+    for chunk in chunks:
+        lowered = chunk.text.lower()
+        overlap = round(sum(1 for term in terms if term in lowered) / len(terms), 4)
+        hits.append(ChunkHit(chunk, overlap, {"text": overlap, "fused": overlap}))
+    return hits
 
 
 def _expand(llm, query: str, budget: Budget) -> list[str]:

@@ -24,11 +24,12 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from core import hybrid, privacy, stores
-from core.dispatch import dispatch_on_commit
+from core import disk, hybrid, privacy, stores
+from core.dispatch import dispatch_later, dispatch_on_commit
 from core.embeddings import EmbeddingError
 from core.errors import RequestRefused
 from core.models import MirrorState
+from core.text import without_paths
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import (
@@ -53,6 +54,8 @@ ACTIVE_STATES = (
     DocumentStatus.CHUNKING,
     DocumentStatus.EMBEDDING,
 )
+# What a user may start again (a stalled document too: is_stalled).
+RETRIABLE = (DocumentStatus.FAILED, DocumentStatus.CANCELLED, DocumentStatus.PAUSED)
 # Ingestion touches its row at every step and embedding batch; an active document whose row has not moved for
 # this long has no worker any more (the process was killed or crashed) and is started again.
 STALLED_AFTER = timedelta(minutes=15)
@@ -70,10 +73,12 @@ class Cancelled(Exception):
     pass
 
 
+KEYWORD_FIELDS = ("user_id", "namespace", "document_id")
+FLOAT_FIELDS = ("ordinal",)
+
+
 def chunk_store():
-    return stores.collection_store(
-        COLLECTION, keyword_fields=("user_id", "namespace", "document_id"), float_fields=("ordinal",)
-    )
+    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
 def check_namespace(namespace: str) -> str:
@@ -121,6 +126,7 @@ def document_create(
         raise KnowledgeError(
             f"{name} is larger than the {settings.MNEMO_MAX_UPLOAD_MB} MB limit (MNEMO_MAX_UPLOAD_MB)", 413
         )
+    disk.require_space(size, name)
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in SUPPORTED:
         raise KnowledgeError(
@@ -139,7 +145,7 @@ def document_create(
     sha256 = digest.hexdigest()
     existing = Document.objects.filter(user=user, namespace=namespace, sha256=sha256).first()
     if existing is not None:
-        if existing.status in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) or is_stalled(existing):
+        if existing.status in RETRIABLE or is_stalled(existing):
             document_retry(document=existing, background=background)
         return Accepted(existing, created=False)
     file.seek(0)
@@ -205,14 +211,16 @@ def is_stalled(document: Document) -> bool:
 
 
 def document_retry(*, document: Document, background: bool = True) -> Document:
-    """Start a failed, cancelled or stalled document again."""
-    if document.status not in (DocumentStatus.FAILED, DocumentStatus.CANCELLED) and not is_stalled(document):
+    """Start a failed, cancelled, paused or stalled document again."""
+    if document.status not in RETRIABLE and not is_stalled(document):
         why = f"this one is {document.status}"
         if document.status in ACTIVE_STATES:
             why += f" and still moving; one that stops for {STALLED_AFTER.seconds // 60} minutes is stalled"
-        raise KnowledgeError(f"only failed, cancelled or stalled documents can be retried ({why})", 409)
+        raise KnowledgeError(
+            f"only failed, cancelled, paused or stalled documents can be retried ({why})", 409
+        )
     Document.objects.filter(pk=document.pk).update(
-        status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
+        status=DocumentStatus.QUEUED, progress=0, error="", space_needed=0, updated_at=timezone.now()
     )
     _start(document, background)
     document.refresh_from_db()
@@ -269,6 +277,24 @@ def document_rechunk(
     return document
 
 
+def documents_resume_paused() -> list[str]:
+    """Start again every document paused for disk space that now fits (the resume sweep calls it); their ids."""
+    resumed = []
+    spare = disk.disk_space().spare
+    for document in Document.objects.filter(status=DocumentStatus.PAUSED).order_by("updated_at"):
+        if document.space_needed > spare:
+            continue
+        claimed = Document.objects.filter(pk=document.pk, status=DocumentStatus.PAUSED).update(
+            status=DocumentStatus.QUEUED, progress=0, error="", space_needed=0, updated_at=timezone.now()
+        )
+        if claimed:
+            logger.info("resuming document %s: the disk has room for it again", document.pk)
+            _start(document, background=True)
+            resumed.append(str(document.pk))
+            spare -= document.space_needed
+    return resumed
+
+
 def document_cancel(*, document: Document) -> Document:
     if document.status not in ACTIVE_STATES:
         raise KnowledgeError(
@@ -319,17 +345,12 @@ def ingest(document_id: str) -> Document | None:
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
         return document
     try:
-        _set(document_id, status=DocumentStatus.CONVERTING, progress=5, error="", notice="")
+        # No conversion for nothing when the disk is past its reserve already.
+        disk.require_space(0, document.original_name)
+        if not _claim_conversion(document):
+            return _wait_for_turn(document)
         converted = _convert(document)
         markdown, parts, findings = _screened(document, converted)
-        _set(
-            document_id,
-            status=DocumentStatus.CHUNKING,
-            progress=25,
-            markdown=markdown,
-            privacy_findings=findings,
-            notice=converted.notice if converted.parts else NO_TEXT_IN_IMAGE,
-        )
         paragraphs = [
             paragraph
             for part in parts
@@ -340,12 +361,26 @@ def ingest(document_id: str) -> Document | None:
         )
         if not specs and converted.parts:
             raise ConversionError(f"No text could be extracted from {document.original_name}")
+        # Before anything is written: the text, the chunks and their points must leave the reserve free.
+        needed = len(markdown.encode("utf-8")) * disk.TEXT_COPIES
+        disk.require_space(needed + disk.texts_bytes([spec.text for spec in specs]), document.original_name)
+        _set(
+            document_id,
+            status=DocumentStatus.CHUNKING,
+            progress=25,
+            markdown=markdown,
+            privacy_findings=findings,
+            notice=converted.notice if converted.parts else NO_TEXT_IN_IMAGE,
+        )
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
         vectors = _embed(document_id, [spec.text for spec in specs]) if specs else {}
         _store(document, specs, vectors)
     except Cancelled:
         _cleanup(document)
         logger.info("ingestion of %s cancelled", document_id)
+    except disk.DiskFull as exc:
+        _cleanup(document)
+        _pause(document_id, exc)
     except (ConversionError, EmbeddingError, VectorStoreError, ValueError) as exc:
         _cleanup(document)
         _fail(document_id, str(exc) or exc.__class__.__name__)
@@ -353,6 +388,42 @@ def ingest(document_id: str) -> Document | None:
         logger.exception("ingestion of %s failed", document_id)
         _cleanup(document)
         _fail(document_id, f"unexpected error: {exc.__class__.__name__}: {exc}")
+    document.refresh_from_db()
+    return document
+
+
+# How often a document waiting for its owner's other conversions to finish looks again.
+TURN_WAIT_SECONDS = 10.0
+WAITING_FOR_TURN = "Waiting: another of your documents is being converted; this one starts after it."
+
+
+@transaction.atomic
+def _claim_conversion(document: Document) -> bool:
+    """Start converting `document` unless its owner has MNEMO_CONVERSIONS_PER_USER conversions running (stalled
+    ones do not count). The owner's row lock makes two workers claiming at once take turns."""
+    User.objects.select_for_update().filter(pk=document.user_id).exists()
+    running = (
+        Document.objects.filter(
+            user_id=document.user_id,
+            status=DocumentStatus.CONVERTING,
+            updated_at__gt=timezone.now() - STALLED_AFTER,
+        )
+        .exclude(pk=document.pk)
+        .count()
+    )
+    if running >= settings.MNEMO_CONVERSIONS_PER_USER:
+        return False
+    _set(str(document.pk), status=DocumentStatus.CONVERTING, progress=5, error="", notice="")
+    return True
+
+
+def _wait_for_turn(document: Document) -> Document:
+    """Leave the document queued, with a note, and look again in TURN_WAIT_SECONDS; the worker is free meanwhile.
+    Each look refreshes updated_at, so a waiting document never counts as stalled."""
+    from knowledge.tasks import ingest_document
+
+    _set(str(document.pk), status=DocumentStatus.QUEUED, progress=0, error=WAITING_FOR_TURN)
+    dispatch_later(ingest_document, TURN_WAIT_SECONDS, str(document.pk))
     document.refresh_from_db()
     return document
 
@@ -466,7 +537,7 @@ def sync_chunks(chunk_ids: list[str]) -> None:
             points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
             store.upsert(COLLECTION, points)
     except Exception as exc:
-        error = (str(exc) or exc.__class__.__name__)[:2000]
+        error = without_paths(str(exc) or exc.__class__.__name__)[:2000]
         Chunk.objects.filter(pk__in=live_ids).update(mirror_state=MirrorState.FAILED, mirror_error=error)
         raise
     Chunk.objects.filter(pk__in=live_ids).update(
@@ -499,7 +570,19 @@ def _cleanup(document: Document) -> None:
         logger.warning("could not remove vectors of %s: %s", document.pk, exc)
 
 
-def _fail(document_id: str, reason: str) -> None:
+def _pause(document_id: str, full: disk.DiskFull) -> None:
+    logger.warning("ingestion of %s paused: %s", document_id, full)
     Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
-        status=DocumentStatus.FAILED, error=reason[:2000]
+        status=DocumentStatus.PAUSED,
+        progress=0,
+        markdown="",
+        space_needed=full.needed,
+        error=f"Paused: {full} It starts again by itself once there is room.",
+    )
+
+
+def _fail(document_id: str, reason: str) -> None:
+    # The reason is shown to the user: a store's error may name the server's folders.
+    Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
+        status=DocumentStatus.FAILED, error=without_paths(reason)[:2000]
     )

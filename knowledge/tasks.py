@@ -32,7 +32,8 @@ def sync_unsynced_chunks(batch: int = 256) -> int:
 
 @shared_task(name="knowledge.resume_stalled")
 def resume_stalled_documents() -> int:
-    """Start again the documents a stopped worker left in an active state (knowledge.services.STALLED_AFTER)."""
-    from knowledge.services import documents_resume_stalled
+    """Start again the documents a stopped worker left in an active state (knowledge.services.STALLED_AFTER)
+    and those paused for disk space that now fit."""
+    from knowledge.services import documents_resume_paused, documents_resume_stalled
 
-    return len(documents_resume_stalled())
+    return len(documents_resume_stalled()) + len(documents_resume_paused())

@@ -34,6 +34,7 @@ from django_htmx.http import (
 
 from core import hybrid
 from core.acting import subject_user, subject_view
+from core.disk import DiskFull
 from core.llm import Budget
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
@@ -159,7 +160,7 @@ def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -
             chunk_overlap=data["chunk_overlap"],
             background=True,
         )
-    except services.KnowledgeError as exc:
+    except (services.KnowledgeError, DiskFull) as exc:
         return UploadOutcome(name, exc.status, error=str(exc))
     return UploadOutcome(name, 201 if accepted.created else 200, accepted.document)
 

@@ -5,4 +5,6 @@ class MemoriesConfig(AppConfig):
     name = "memories"
 
     def ready(self) -> None:
-        from memories import signals  # noqa: F401 - connects the mirror receivers
+        from memories import mirror, signals  # noqa: F401 - signals connects the mirror receivers
+
+        mirror.register()

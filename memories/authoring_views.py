@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.acting import subject_user, subject_view
+from core.disk import DiskFull
 from core.pages import AuthenticatedHttpRequest
 from memories import curation, services
 from memories.forms import MemoryAddForm, MemoryPageEditForm
@@ -81,7 +82,7 @@ def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
                     curate="file" not in fields,
                     **fields,
                 )
-        except services.MemoryRequestError as exc:
+        except (services.MemoryRequestError, DiskFull) as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, ADDED.get(written.action, "Memory added."))

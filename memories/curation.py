@@ -91,6 +91,10 @@ class _ModelDecision(BaseModel):
     reason: str = Field("", max_length=1000)
 
 
+# A fact's nearest stored facts: (point id → score per space, point id → whether its text is CJK).
+_Neighbours = tuple[dict[str, dict[str, float]], dict[str, bool]]
+
+
 @dataclass(frozen=True)
 class Decision:
     action: str  # ADD, DUPLICATE, MERGE or SUPERSEDE
@@ -119,14 +123,40 @@ class Curator:
     _row_cjk: list[bool] = field(default_factory=list)
     _accepted_rows: list[tuple[int, Memory]] = field(default_factory=list)
     _slots: dict[object, list[Slot]] = field(default_factory=dict)  # memory pk → its slots
+    # The texts (content hashes) among a bulk write's that the user has stored already; None: not looked up
+    _stored_hashes: set[str] | None = None
+    # memory pk → its nearest stored facts, looked up by prepare()
+    _stored_near: dict[object, "_Neighbours"] = field(default_factory=dict)
 
     def prepare(self, memories: Sequence[Memory]) -> None:
-        """Embed a batch's facts in one call (the embedding set keeps them for the mirror that follows)."""
+        """Embed the facts among `memories` in one call (the embedding set keeps them for the mirror that follows)
+        and look up each one's nearest stored facts. Writers call it before their transaction: neither step needs
+        the database, and on SQLite the transaction holds the one write lock that every other writer waits for
+        (a bulk of 200 once held it for seconds of embedding)."""
         facts = [m for m in memories if m.memory_type == MemoryType.SEMANTIC]
-        if self.enabled and facts:
-            self._rows = stores.embedding_set().embed_documents([m.content for m in facts])
-            self._row_of = {m.pk: row for row, m in enumerate(facts)}
-            self._row_cjk = [cjk_ratio(m.content) >= CJK_CUTOFF for m in facts]
+        if not (self.enabled and facts):
+            return
+        self._rows = stores.embedding_set().embed_documents([m.content for m in facts])
+        self._row_of = {m.pk: row for row, m in enumerate(facts)}
+        self._row_cjk = [cjk_ratio(m.content) >= CJK_CUTOFF for m in facts]
+        if self.against_store:
+            for row, memory in enumerate(facts):
+                vectors = {name: matrix[row] for name, matrix in self._rows.items()}
+                near = self._stored_neighbours(vectors, self._row_cjk[row])
+                if near is not None:
+                    self._stored_near[memory.pk] = near
+
+    def load_stored_hashes(self, memories: Sequence[Memory]) -> None:
+        """Which of the batch's texts the user has stored already, in one query inside the write transaction:
+        an item whose text is not among them needs no duplicate query of its own (200 of them were half of a
+        bulk's time holding the write lock)."""
+        if self.enabled and self.against_store:
+            hashes = {memory.content_hash for memory in memories}
+            self._stored_hashes = set(
+                Memory.objects.current()
+                .filter(user=self.user, content_hash__in=hashes)
+                .values_list("content_hash", flat=True)
+            )
 
     def slots_of(self, memory: Memory) -> list[Slot]:
         if memory.memory_type != MemoryType.SEMANTIC:
@@ -214,6 +244,8 @@ class Curator:
             if earlier.content_hash == memory.content_hash and self._same_scope(earlier, memory):
                 return earlier
         if not self.against_store:
+            return None
+        if self._stored_hashes is not None and memory.content_hash not in self._stored_hashes:
             return None
         found = Memory.objects.current().filter(
             user=self.user, content_hash=memory.content_hash, memory_type=memory.memory_type
@@ -345,10 +377,30 @@ class Curator:
                 row_weights = np.array([by_script[other][name] for other in self._row_cjk], dtype=np.float32)
                 total += row_weights * (matrix @ vectors[name])
             similar += [(m, float(total[row])) for row, m in self._accepted_rows if m.superseded_by is None]
-        by_id: dict[str, dict[str, float]] = {}
-        cjk_by_id: dict[str, bool] = {}
         if not self.against_store:
             return similar
+        near = self._stored_near.get(memory.pk) or self._stored_neighbours(vectors, cjk)
+        if near is None:
+            return similar  # exact duplicates and contradictions are still caught from the database
+        by_id, cjk_by_id = near
+        current = Memory.objects.current().filter(user=self.user, pk__in=list(by_id))
+        rows = {str(row.pk): row for row in current}  # keyed as the store's point ids, as retrieval does
+        for point_id, scores in by_id.items():
+            row = rows.get(point_id)
+            if row is None or row.pk == memory.pk:
+                continue
+            weights = embedding_set.pair_weights(
+                _script(cjk), _script(cjk_by_id[point_id]), SCRIPT_BOUND_SHARE
+            )
+            # A space that did not return the point counts it at 0: never above the threshold by absence.
+            similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
+        return similar
+
+    def _stored_neighbours(self, vectors: dict[str, np.ndarray], cjk: bool) -> "_Neighbours | None":
+        """The user's stored facts nearest to `vectors` in each space: (point id → score per space, point id →
+        whether its text is CJK); None while the vector store is unavailable."""
+        by_id: dict[str, dict[str, float]] = {}
+        cjk_by_id: dict[str, bool] = {}
         try:
             store = mirror.memory_store()
             where = {"user_id": str(self.user.pk), "memory_type": [MemoryType.SEMANTIC]}
@@ -364,19 +416,8 @@ class Curator:
                     by_id.setdefault(hit.id, {})[name] = hit.score
                     cjk_by_id[hit.id] = bool(hit.payload.get("cjk", cjk))
         except VectorStoreError:
-            return similar  # exact duplicates and contradictions are still caught from the database
-        current = Memory.objects.current().filter(user=self.user, pk__in=list(by_id))
-        rows = {str(row.pk): row for row in current}  # keyed as the store's point ids, as retrieval does
-        for point_id, scores in by_id.items():
-            row = rows.get(point_id)
-            if row is None or row.pk == memory.pk:
-                continue
-            weights = embedding_set.pair_weights(
-                _script(cjk), _script(cjk_by_id[point_id]), SCRIPT_BOUND_SHARE
-            )
-            # A space that did not return the point counts it at 0: never above the threshold by absence.
-            similar.append((row, sum(w * scores.get(n, 0.0) for n, w in weights.items())))
-        return similar
+            return None
+        return by_id, cjk_by_id
 
     def evidence(self, memory: Memory, existing: Memory) -> str:
         """What besides dense similarity says a pair is one statement: "facts" when the new memory states only

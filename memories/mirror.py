@@ -7,13 +7,14 @@ point with the same payload, so every path (the service right after commit, the 
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from core import hybrid, stores
 from core.models import MirrorState
-from core.vectorstore import Point, VectorStoreError
+from core.text import without_paths
+from core.vectorstore import Point, VectorStore, VectorStoreError
 from memories.models import CHAT_ORIGIN, Memory
 
 logger = logging.getLogger(__name__)
@@ -24,13 +25,58 @@ NEVER_EXPIRES = 4_102_444_800.0  # 2100-01-01
 ORIGIN = "origin"  # payload: CHAT_ORIGIN on the working-memory copies of chat messages, absent on the others
 
 
+KEYWORD_FIELDS = ("user_id", "memory_type", "session_id", ORIGIN, "tags")
+FLOAT_FIELDS = ("importance", "created_ts", "expires_ts")
+
+
 def memory_store():
     """The vector store with the memories collection created."""
-    return stores.collection_store(
-        COLLECTION,
-        keyword_fields=("user_id", "memory_type", "session_id", ORIGIN, "tags"),
-        float_fields=("importance", "created_ts", "expires_ts"),
+    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
+
+
+def mirrored_rows():
+    """The memories whose points must be in the store now: mirrored (synced) and not archived."""
+    return Memory.objects.filter(archived_at=None, mirror_state=MirrorState.SYNCED)
+
+
+def mark_pending(memory_ids: list[str], reason: str) -> int:
+    """Leave memories for the mirror sweep to write again."""
+    return Memory.objects.filter(pk__in=memory_ids).update(
+        mirror_state=MirrorState.PENDING, mirror_error=reason
     )
+
+
+def register() -> None:
+    """Let the mirror checks (core.mirrors: health, the periodic check, resync_mirrors) compare this mirror."""
+    from core import mirrors
+
+    mirrors.register(
+        mirrors.VectorMirror(
+            name="memories",
+            collection=COLLECTION,
+            store=memory_store,
+            mirrored_rows=mirrored_rows,
+            mark_pending=mark_pending,
+            write=sync_memories,
+        )
+    )
+
+
+# A point written since the store's last count may not be counted yet (VectorStore.COUNT_MAX_AGE).
+COUNTED_AFTER = timedelta(seconds=VectorStore.COUNT_MAX_AGE)
+
+
+def missing_points(user) -> int:
+    """How many of `user`'s mirrored memories have no point in the store, by count (0 when it cannot say): a
+    search tells the user instead of silently finding nothing (a store deleted under a running server)."""
+    expected = mirrored_rows().filter(user=user, mirrored_at__lte=timezone.now() - COUNTED_AFTER).count()
+    if not expected:
+        return 0
+    try:
+        points = memory_store().count_cached(COLLECTION, {"user_id": str(user.pk)})
+    except VectorStoreError:
+        return 0  # the search reports the store itself as unavailable
+    return max(0, expected - points)
 
 
 def timestamp(moment: datetime | None) -> float:
@@ -79,7 +125,7 @@ def sync_memories(memory_ids: Sequence[str]) -> int:
         if memories:
             store.upsert(COLLECTION, list(_points(memories)))
     except Exception as exc:
-        message = str(exc) or exc.__class__.__name__
+        message = without_paths(str(exc) or exc.__class__.__name__)  # shown on the memory's page
         Memory.objects.filter(pk__in=live_ids).update(
             mirror_state=MirrorState.FAILED, mirror_error=message[:2000]
         )

@@ -29,7 +29,7 @@ from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
 from core.ranking import RANKING, RankingConfig
-from core.text import CJK_RUN, lexical_terms
+from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError
 from memories import mirror
 from memories.entities import name_keys
@@ -157,29 +157,43 @@ def search_memories(
             )
         except VectorStoreError as exc:
             logger.warning("vector search unavailable, falling back to text match: %s", exc)
+            # What went wrong helps (another process holds the embedded store); where on the disk does not.
+            reason = without_paths(str(exc) or exc.__class__.__name__)
             return (
                 hybrid.Fused(),
-                f"The vector store is unavailable ({exc}); results come from a plain text match.",
+                f"The vector store is unavailable ({reason}); results come from a plain text match.",
             )
         return fused, ""
 
-    # The graph's reach needs only the query: it is read here (SQL, this thread's connection) while the models
-    # embed the query and the store searches in other threads.
-    reach, (fused, notice) = side_by_side(lambda: _graph_reach(user, query), signals)
+    # The graph's reach and the mirror's count need only the query and the user: they are read here (SQL, this
+    # thread's connection) while the models embed the query and the store searches in other threads.
+    (reach, missing), (fused, notice) = side_by_side(
+        lambda: (_graph_reach(user, query), mirror.missing_points(user)), signals
+    )
+    if missing and not notice:
+        # A store deleted or damaged under the server: say so, and let the text match find what it lacks.
+        notice = (
+            f"The vector store is missing {missing:,} of your memories until it is repaired; plain text matches "
+            "are included meanwhile."
+        )
     evidence = fused.evidence
     graph = _graph_scores(reach, set(evidence), config)
     candidates = _candidates(user, set(evidence) | set(graph), scope, now)
+    text_matched: set[str] = set()
     if notice:
+        # The store could not serve every memory: a memory containing the query's words counts as a match too,
+        # beside what the store found for it.
         for memory_id, (candidate, overlap) in _text_match(user, query, scope, now).items():
             candidates[memory_id] = candidate
-            evidence[memory_id] = hybrid.Evidence(relevance=overlap, coverage=overlap)
+            evidence.setdefault(memory_id, hybrid.Evidence(relevance=overlap, coverage=overlap))
+            text_matched.add(memory_id)
     ranked = rank(
         evidence=evidence,
         graph=graph,
         candidates=candidates,
         now=now,
         config=config,
-        text_match=bool(notice),
+        text_matched=frozenset(text_matched),
         require_match=require_match,
     )[:limit]
     rows = _rows(user, [memory_id for _, memory_id, _ in ranked])

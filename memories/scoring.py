@@ -76,15 +76,16 @@ def rank(
     candidates: Mapping[str, Candidate],
     now: datetime,
     config: RankingConfig,
-    text_match: bool = False,
+    text_matched: frozenset[str] = frozenset(),
     require_match: bool = False,
 ) -> list[tuple[float, str, dict[str, float]]]:
     """(score, memory id, score parts) of every related candidate, best first.
 
     A candidate is related when some model finds it over its noise floor and its relevance, with the graph's
     bonus, reaches the floor (core.ranking): only the nearest there is does not count. A fact linked to the query's entities comes back even when no signal found
-    it, as just related (at the floor) plus its graph bonus: the graph finds, the text ranks. `text_match`: the
-    vector store was down and relevance is a plain share of the query's words, which has no floor.
+    it, as just related (at the floor) plus its graph bonus: the graph finds, the text ranks. `text_matched`: the
+    memories a plain text match found while the vector store could not serve every one (their relevance is a
+    share of the query's words, which has no floor).
     `require_match`: only what is related by itself, not through the graph (what goes into an answer or a
     model's context).
     """
@@ -92,6 +93,7 @@ def rank(
     for memory_id, candidate in candidates.items():
         found = evidence.get(memory_id)
         linked = graph.get(memory_id, 0.0)
+        text_match = memory_id in text_matched
         if found is None or not (text_match or found.over_noise):
             if require_match or linked <= 0 or candidate.memory_type != SEMANTIC:
                 continue

@@ -20,7 +20,7 @@ from django.db.models import Count, F, Q, Value
 from django.db.models.functions import StrIndex
 from django.utils import timezone
 
-from core import privacy
+from core import disk, privacy
 from core.cpu_slots import uses_cpu
 from core.dispatch import dispatch_on_commit
 from core.limits import (
@@ -282,6 +282,8 @@ def memory_write(
     instead of `session`: it is created (when new) in the write's transaction, so a refused write leaves none."""
     if session_key is not None:
         check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
+    file_size = getattr(detail.get("file"), "size", None) or 0
+    disk.require_space(disk.texts_bytes([content]) + file_size, "this memory")
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
     # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
     # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
@@ -297,6 +299,8 @@ def memory_write(
     )
     link = bool(extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES))
     mentions = model_mentions(memory.content) if link else None
+    curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
+    curator.prepare([memory])  # the embedding and the nearest stored facts, outside the write lock too
     return _memory_write(
         memory=memory,
         user=user,
@@ -307,7 +311,7 @@ def memory_write(
         via=via,
         api_key=api_key,
         editor=editor,
-        curate=curate,
+        curator=curator,
     )
 
 
@@ -323,12 +327,11 @@ def _memory_write(
     via: str,
     api_key: ApiKey | None,
     editor: User | None,
-    curate: bool,
+    curator: "curation.Curator",
 ) -> Written:
     if session_key is not None:
         session = memory.session = session_for_key(user=user, key=session_key)
     memory_type = memory.memory_type
-    curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)
     source = _source(memory, via=via, api_key=api_key, editor=editor)
     if decision.action in (curation.DUPLICATE, curation.MERGE):
@@ -556,7 +559,6 @@ class NewMemory:
     tags: list[str] = field(default_factory=list)
 
 
-@transaction.atomic
 def memory_bulk_create(
     *,
     user: User,
@@ -566,14 +568,15 @@ def memory_bulk_create(
     curate: bool = True,
 ) -> list[Written]:
     """Add many memories in one transaction (all or none), each checked as memory_write checks one, also
-    against the items before it; used for imports, so no working-memory eviction. One result per item."""
-    sessions: dict[str, AgentSession] = {}
+    against the items before it; used for imports, so no working-memory eviction. One result per item.
+
+    The transaction is kept short, because on SQLite it holds the one write lock that every other writer waits
+    for (a bulk of 200 once held it for tens of seconds under load, and the others gave up at the busy
+    timeout): checking, embedding and reading the texts for entities need no database and run before it; the
+    memories' entity links, derived from the stored rows, are written after it, one memory per transaction."""
+    disk.require_space(disk.texts_bytes([item.content for item in items]), f"these {len(items)} memories")
     memories = []
     for position, item in enumerate(items):
-        session = None
-        if item.session_key:
-            session = sessions.get(item.session_key) or session_for_key(user=user, key=item.session_key)
-            sessions[item.session_key] = session
         try:
             memories.append(
                 _new_memory(
@@ -581,7 +584,7 @@ def memory_bulk_create(
                     content=item.content,
                     memory_type=item.memory_type,
                     importance=item.importance,
-                    session=session,
+                    session=None,  # set in the transaction, which creates the sessions that are new
                     metadata=item.metadata,
                     created_at=item.created_at,
                     context=item.context,
@@ -592,8 +595,40 @@ def memory_bulk_create(
             )
         except InputRejected as exc:
             raise MemoryRequestError(f"items[{position}]: {exc}") from None
+    mentions = {m.pk: model_mentions(m.content) for m in memories if m.memory_type in GRAPH_TYPES}
     curator = curation.Curator(user, enabled=curate)
     curator.prepare(memories)
+    written = _bulk_write(
+        user=user,
+        memories=memories,
+        session_keys=[item.session_key for item in items],
+        curator=curator,
+        via=via,
+        api_key=api_key,
+    )
+    for result in written:
+        if result.stored and result.memory.pk in mentions:
+            link_entities(result.memory, mentions=mentions[result.memory.pk])
+    return written
+
+
+@transaction.atomic
+def _bulk_write(
+    *,
+    user: User,
+    memories: list[Memory],
+    session_keys: list[str | None],
+    curator: "curation.Curator",
+    via: str,
+    api_key: ApiKey | None,
+) -> list[Written]:
+    sessions: dict[str, AgentSession] = {}
+    for memory, key in zip(memories, session_keys, strict=True):
+        if key:
+            if key not in sessions:
+                sessions[key] = session_for_key(user=user, key=key)
+            memory.session = sessions[key]
+    curator.load_stored_hashes(memories)
     written: list[Written] = []
     stored: list[Memory] = []
     edits: list[MemoryEdit] = []
@@ -614,9 +649,6 @@ def memory_bulk_create(
     Memory.objects.bulk_create(stored, batch_size=500)
     _index_facts(curator, stored)
     MemoryEdit.objects.bulk_create(edits)
-    for memory in stored:
-        if memory.memory_type in GRAPH_TYPES:
-            link_entities(memory)
     # bulk_create sends no signals, so the mirror is requested here explicitly.
     _mirror_on_commit(memory.pk for memory in stored)
     return written

@@ -331,3 +331,33 @@ MAKERS = {
     "md": make_md,
     "png": make_png,
 }
+
+
+def make_wordy_docx(folder: Path, xml_mb: float, name: str = "wordy.docx", parts: int = 1) -> Path:
+    """A small .docx whose XML unpacks to about `xml_mb` MB (one paragraph repeated: it compresses ~1,000×),
+    spread over `parts` XML members (the body, then footnotes-like parts) when asked."""
+    base = make_docx(folder, f"base-{name}")
+    with zipfile.ZipFile(base) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    paragraph = "<w:p><w:r><w:t>The harbour log records the wind, the tide and every ship.</w:t></w:r></w:p>"
+    repeats = int(xml_mb * 2**20 / len(paragraph) / parts)
+    body = members["word/document.xml"].decode()
+    end = body.index("<w:sectPr") if "<w:sectPr" in body else body.index("</w:body>")
+    members["word/document.xml"] = (body[:end] + paragraph * repeats + body[end:]).encode()
+    for part in range(1, parts):
+        members[f"word/extra{part}.xml"] = (paragraph * repeats).encode()
+    path = folder / name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    return path
+
+
+def make_png_bomb(folder: Path, megapixels: int, name: str = "poster.png") -> Path:
+    """A one-bit PNG of `megapixels` million pixels: some KB on disk, gigabytes once decoded."""
+    from PIL import Image
+
+    side = int((megapixels * 1_000_000) ** 0.5)
+    path = folder / name
+    Image.new("1", (side, side)).save(path, optimize=True)
+    return path

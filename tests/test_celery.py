@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from core import dispatch
+from core.outbox import outbox
 from core.tasks import ping
 from tests.conftest import forget_broker_connections
 
@@ -61,15 +62,16 @@ def celery_settings(settings, redis_url):
     settings.CELERY_BROKER_URL = redis_url
     app.conf.broker_url = redis_url
     app.conf.result_backend = redis_url
-    dispatch.broker_breaker.reset()  # no outage carried over from another test
+    outbox.discard_waiting()  # no task of another test, meant for another broker
     forget_broker_connections(app)
     yield
+    outbox.discard_waiting()
     app.conf.broker_url = None
     app.conf.result_backend = None
 
 
 def test_a_dispatched_task_runs_in_the_worker_process_not_here(celery_settings, worker):
-    result = dispatch.dispatch(ping, "celery").get(timeout=60)
+    result = dispatch.dispatch(ping, "celery").result(timeout=30).get(timeout=60)
     assert result == {"pong": "celery", "pid": worker.pid}  # --pool=solo: the worker process itself
     assert worker.pid != os.getpid()
     assert dispatch.worker_description().startswith("Celery via redis://127.0.0.1:")
@@ -143,6 +145,62 @@ def test_beat_sweeps_up_a_memory_a_vector_store_outage_left_pending(redis_url, t
         for process in processes:
             process.terminate()
         for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def test_a_task_dispatched_while_the_broker_is_down_is_sent_once_it_is_back(settings, tmp_path):
+    """Nothing listens on the broker's port at first: the dispatch returns at once and the outbox keeps the
+    task; then Redis and a worker start there, and the outbox's next try delivers it."""
+    import shutil
+
+    from config.celery import app
+    from tests.served import free_port
+
+    assert shutil.which("redis-server")
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    settings.CELERY_BROKER_URL = url
+    app.conf.broker_url = url
+    app.conf.result_backend = None  # the worker's log says what ran
+    outbox.discard_waiting()
+    forget_broker_connections(app)
+    redis = [*("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "")]
+    worker = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO"]
+    worker += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": url,
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
+        "MNEMO_DATA_DIR": str(tmp_path / "worker-data"),
+        "C_FORCE_ROOT": "1",
+    }
+    log = tmp_path / "worker.log"
+    processes: list[subprocess.Popen] = []
+    try:
+        started = time.perf_counter()
+        future = dispatch.dispatch(ping, "late")
+        assert time.perf_counter() - started < 0.5
+        time.sleep(1.5)
+        assert not future.done() and outbox.waiting() == 1
+        processes.append(subprocess.Popen([*redis, "--dir", str(tmp_path)], stdout=subprocess.DEVNULL))
+        with log.open("wb") as out:
+            processes.append(subprocess.Popen(worker, cwd=ROOT, env=env, stdout=out, stderr=out))
+        sent = future.result(timeout=90)  # the outbox's retries back off to at most 30 s
+        assert outbox.waiting() == 0
+        deadline = time.monotonic() + 120
+        while f"Task core.ping[{sent.id}] succeeded" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(1)
+        assert "'pong': 'late'" in log.read_text(errors="replace")
+    finally:
+        outbox.discard_waiting()
+        app.conf.broker_url = None
+        forget_broker_connections(app)
+        for process in reversed(processes):
+            process.terminate()
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:

@@ -1,6 +1,7 @@
 """Conversion runs in a child with a time and a memory budget: a hostile file fails its document, not the server."""
 
 import multiprocessing
+import re
 import time
 
 import pytest
@@ -8,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Document
 from knowledge.pipeline import ConversionError, convert_to_markdown
-from knowledge.pipeline.bounded import Budget, convert_bounded
-from knowledge.pipeline.convert import MAX_PDF_PAGES
+from knowledge.pipeline.bounded import FILE_FLOOR_MB, MARKUP_MB_PER_MB, Budget, convert_bounded
+from knowledge.pipeline.convert import MAX_MARKUP_BYTES, MAX_PDF_PAGES
 from tests import fixtures_knowledge as fk
 
 
@@ -101,3 +102,83 @@ def test_an_uploaded_bomb_fails_its_document_and_the_next_upload_is_ingested(
         "/api/v1/documents", {"file": SimpleUploadedFile("report.pdf", report)}, HTTP_X_API_KEY=write_key
     )
     assert Document.objects.get(pk=response.json()["id"]).status == "ready"
+
+
+def test_an_office_file_whose_xml_unpacks_past_the_budget_is_refused_before_it_is_parsed(tmp_path):
+    """Before, a 453 KB .docx holding 150 MB of XML (under the 200 MB unpacked limit) held a converter 300 s."""
+    wordy = fk.make_wordy_docx(tmp_path, xml_mb=MAX_MARKUP_BYTES / 2**20 + 1)
+    assert wordy.stat().st_size < 2**20
+    started = time.perf_counter()
+    with pytest.raises(ConversionError) as caught:
+        convert_bounded(wordy, filename="wordy.docx", budget=Budget(seconds=60, memory_mb=1024))
+    assert re.fullmatch(
+        r"wordy\.docx holds 1[78] MB of XML once unpacked; the limit is 16 MB \(split it into smaller documents\)",
+        caught.value.message,
+    )
+    assert time.perf_counter() - started < 15  # parsing it would take minutes
+
+
+def test_the_xml_budget_counts_every_part_of_the_document(tmp_path):
+    # Three parts of 6 MB each: none is over the budget alone, together they are.
+    spread = fk.make_wordy_docx(tmp_path, xml_mb=18, parts=3, name="spread.docx")
+    with pytest.raises(ConversionError) as caught:
+        convert_to_markdown(spread, filename="spread.docx")
+    assert re.match(
+        r"spread\.docx holds 1[89] MB of XML once unpacked; the limit is 16 MB", caught.value.message
+    )
+
+
+def test_each_office_file_gets_the_memory_its_size_can_need_and_no_more(tmp_path, settings):
+    budget = Budget(seconds=60, memory_mb=2048)
+    # python-docx's template alone holds about 0.8 MB of XML (styles, theme).
+    assert FILE_FLOOR_MB < budget.memory_for(fk.make_docx(tmp_path)) < 400
+    eight = budget.memory_for(fk.make_wordy_docx(tmp_path, xml_mb=8))
+    assert FILE_FLOOR_MB + 8 * MARKUP_MB_PER_MB < eight < FILE_FLOOR_MB + 9 * MARKUP_MB_PER_MB
+    small_budget = Budget(seconds=60, memory_mb=512)
+    assert small_budget.memory_for(fk.make_wordy_docx(tmp_path, xml_mb=15, name="w15.docx")) == 512  # capped
+    assert budget.memory_for(fk.make_pdf(tmp_path)) == 2048  # not an archive: the configured budget
+
+
+def test_an_image_past_the_pixel_limit_is_refused_as_a_decompression_bomb(tmp_path):
+    """Before, an oversized PNG crashed the converter child and the user read "exit code 1"."""
+    for megapixels in (144, 400):  # Pillow warns past 89 million pixels and refuses past 179 million
+        bomb = fk.make_png_bomb(tmp_path, megapixels, name=f"poster{megapixels}.png")
+        assert bomb.stat().st_size < 2**20
+        with pytest.raises(ConversionError) as caught:
+            convert_bounded(bomb, filename="poster.png", budget=Budget(seconds=60, memory_mb=1024))
+        assert caught.value.message == (
+            f"poster.png is an image of {megapixels} million pixels, past the limit of 89 million pixels: it is "
+            "refused as a possible decompression bomb (shrink it and upload it again)"
+        )
+    assert no_children_left()
+
+
+@pytest.mark.django_db
+def test_a_users_second_document_waits_for_their_first_conversion_without_holding_a_worker(
+    user, other_user, settings
+):
+    """One user's files never take every worker: past MNEMO_CONVERSIONS_PER_USER the next waits its turn (the
+    task is asked for again later and its worker is free), another user's document goes ahead."""
+    from core import dispatch
+    from knowledge.services import WAITING_FOR_TURN, document_create_from_text, ingest
+
+    settings.MNEMO_CONVERSIONS_PER_USER = 1
+    first = document_create_from_text(user=user, text="The first log.", title="first", background=False)
+    second = document_create_from_text(user=user, text="The second log.", title="second", background=False)
+    theirs = document_create_from_text(user=other_user, text="Their log.", title="theirs", background=False)
+    # The first is being converted (by another worker): as a running ingestion leaves it.
+    Document.objects.filter(pk=first.document.pk).update(status="converting")
+    dispatch.deferred.clear()
+
+    waiting = ingest(str(second.document.pk))
+    assert (waiting.status, waiting.error) == ("queued", WAITING_FOR_TURN)
+    assert [(task.name, args) for task, args, _ in dispatch.deferred] == [
+        ("knowledge.ingest_document", (str(second.document.pk),))
+    ]
+    assert ingest(str(theirs.document.pk)).status == "ready"
+
+    Document.objects.filter(pk=first.document.pk).update(status="ready")
+    task, args, kwargs = dispatch.deferred.pop()
+    task.run(*args, **kwargs)
+    second.document.refresh_from_db()
+    assert (second.document.status, second.document.error) == ("ready", "")

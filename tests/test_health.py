@@ -6,7 +6,7 @@ from core import stores
 
 pytestmark = pytest.mark.django_db
 
-CONCERNS = ["database", "vectors", "graph", "embeddings", "worker", "llm"]
+CONCERNS = ["database", "disk", "vectors", "mirrors", "graph", "embeddings", "worker", "llm"]
 
 
 @pytest.fixture
@@ -42,7 +42,9 @@ def test_api_health_needs_no_key_and_reports_every_concern(client, fresh_stores)
 def test_an_unreachable_qdrant_server_is_reported_with_its_variable(staff, settings, fresh_stores):
     settings.QDRANT_URL = "http://127.0.0.1:9"
     settings.QDRANT_TIMEOUT = 1.0
-    body = staff.get("/api/v1/health").json()
+    response = staff.get("/api/v1/health")
+    assert response.status_code == 503
+    body = response.json()
     vectors = next(check for check in body["checks"] if check["concern"] == "vectors")
     assert vectors["backend"] == "qdrant server"
     assert vectors["ok"] is False
@@ -83,6 +85,7 @@ def test_the_public_health_check_says_up_or_down_per_backend_and_nothing_more(cl
     assert by_concern["database"] == ("sqlite", True)
     assert by_concern["llm"] == ("openai-compatible", False)
     assert response.json()["ok"] is False
+    assert response.status_code == 503  # a load balancer needs no JSON to see it
 
 
 def test_a_logged_in_user_who_is_not_staff_sees_no_details(logged_in, settings, fresh_stores):
@@ -148,3 +151,28 @@ def test_a_configured_llm_is_reported_with_its_model(staff, fake_llm, fresh_stor
     checks = {check["concern"]: check for check in staff.get("/api/v1/health").json()["checks"]}
     assert checks["llm"]["ok"] is True
     assert checks["llm"]["detail"].endswith("(listed)")
+
+
+def test_the_disk_check_reports_free_space_and_the_reserve(staff, settings, fresh_stores):
+    from core.disk import MB, disk_space
+
+    settings.MNEMO_DISK_RESERVE_MB = 1
+    checks = {check["concern"]: check for check in staff.get("/api/v1/health").json()["checks"]}
+    assert checks["disk"]["backend"] == "data folder"
+    assert checks["disk"]["ok"] is True
+    assert checks["disk"]["detail"].endswith(" MB; 1.0 MB kept in reserve (MNEMO_DISK_RESERVE_MB)")
+    assert str(settings.DATA_DIR) not in checks["disk"]["detail"]
+
+    settings.MNEMO_DISK_RESERVE_MB = disk_space().free // MB + 1024  # more than this disk has free
+    response = staff.get("/api/v1/health")
+    assert response.status_code == 503
+    disk = next(check for check in response.json()["checks"] if check["concern"] == "disk")
+    assert disk["ok"] is False
+    assert "uploads and memory writes are refused, ingestion pauses" in disk["detail"]
+
+
+def test_the_health_page_answers_503_when_a_backend_is_down(logged_in, settings, fresh_stores):
+    settings.MNEMO_DISK_RESERVE_MB = 10**9
+    response = logged_in.get(reverse("health"))
+    assert response.status_code == 503
+    assert 'data-concern="disk"' in response.text and "problems" in response.text

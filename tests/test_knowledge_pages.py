@@ -389,7 +389,9 @@ def test_an_action_that_no_longer_fits_the_state_is_409_with_the_reason(logged_i
     document = make_document(user, status=DocumentStatus.READY)
     retry = logged_in.post(reverse("document_retry", args=[document.pk]), **row_htmx(document))
     assert retry.status_code == 409
-    assert "only failed, cancelled or stalled documents can be retried (this one is ready)" in retry.text
+    assert (
+        "only failed, cancelled, paused or stalled documents can be retried (this one is ready)" in retry.text
+    )
     cancel = logged_in.post(reverse("document_cancel", args=[document.pk]), **row_htmx(document))
     assert cancel.status_code == 409
     assert "only a document being ingested can be cancelled" in cancel.text
@@ -408,7 +410,7 @@ def test_retry_and_cancel_without_js_redirect_to_the_detail_page(logged_in, user
     assert response["Location"] == "/knowledge/"
     page = logged_in.get(response["Location"])
     assert (
-        "only failed, cancelled or stalled documents can be retried" in page.text
+        "only failed, cancelled, paused or stalled documents can be retried" in page.text
     )  # the second retry: a message
 
 

@@ -67,7 +67,9 @@ def test_check_backends_passes_on_the_embedded_defaults(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert [line.split()[1] for line in result.stdout.splitlines()] == [
         "database",
+        "disk",
         "vectors",
+        "mirrors",
         "graph",
         "embeddings",
         "worker",

@@ -20,6 +20,7 @@ import pytest
 
 from core.vectorstore import (
     CollectionSpec,
+    Hit,
     Point,
     SparseVector,
     VectorStore,
@@ -27,6 +28,7 @@ from core.vectorstore import (
     VectorStoreError,
     VectorStoreLocked,
     VectorStoreUnavailable,
+    damage,
     open_vector_store,
 )
 from core.vectorstore.edge import EdgeVectorStore
@@ -200,6 +202,28 @@ def test_dense_vectors_returns_each_stored_vector_and_omits_missing(filled: Vect
     # Cosine collections store unit vectors: [1, 1, 0, 0] comes back normalised.
     assert vectors[C] == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2), 0, 0], abs=1e-6)
     assert vectors[A] == pytest.approx([1, 0, 0, 0], abs=1e-6)
+
+
+def test_retrieve_with_vectors_gives_the_stored_dense_vectors_which_damage_checks(
+    filled: VectorStore,
+) -> None:
+    assert filled.dense_config("memories") == {"dense": (4, "cosine")}
+    hit_a, hit_c = filled.retrieve("memories", [A, C], with_vectors=True)
+    assert hit_a.dense == {"dense": [1.0, 0.0, 0.0, 0.0]}
+    assert hit_c.dense["dense"] == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2), 0.0, 0.0])  # normalised
+    assert filled.retrieve("memories", [A])[0].dense == {}  # only when asked
+    config = filled.dense_config("memories")
+    assert [damage(hit, config) for hit in (hit_a, hit_c)] == ["", ""]
+    # What a segment overwritten with garbage gives back, and a collection built for a bigger model.
+    assert (
+        damage(Hit(A, 0.0, {}, {"dense": [3.0, 0.0, 0.0, 0.0]}), config)
+        == "its dense vector is not normalised"
+    )
+    assert damage(Hit(A, 0.0, {}, {"dense": [math.nan, 0, 0, 1]}), config) == (
+        "its dense vector holds values that are not numbers"
+    )
+    assert damage(Hit(A, 0.0, {}, {}), config) == "its dense vector is missing"
+    assert damage(hit_a, {"dense": (8, "cosine")}) == "its dense vector has 4 values, not 8"
 
 
 def test_upserting_the_same_id_twice_replaces_the_point(filled: VectorStore) -> None:

@@ -10,6 +10,7 @@ Django-free on purpose: settings are passed in by the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .base import (
@@ -19,10 +20,12 @@ from .base import (
     SparseVector,
     VectorStore,
     VectorStoreConfigError,
+    VectorStoreDamaged,
     VectorStoreError,
     VectorStoreLocked,
     VectorStoreUnavailable,
     Where,
+    damage,
 )
 
 __all__ = [
@@ -32,10 +35,12 @@ __all__ = [
     "SparseVector",
     "VectorStore",
     "VectorStoreConfigError",
+    "VectorStoreDamaged",
     "VectorStoreError",
     "VectorStoreLocked",
     "VectorStoreUnavailable",
     "Where",
+    "damage",
     "open_vector_store",
 ]
 
@@ -47,8 +52,10 @@ def open_vector_store(
     api_key: str = "",
     timeout: float = 10.0,
     prefix: str = "",
+    before_growth: Callable[[], None] | None = None,
 ) -> VectorStore:
-    """A Qdrant server store when `url` is set (":memory:" for tests), else Qdrant Edge under `path`.
+    """A Qdrant server store when `url` is set (":memory:" for tests), else Qdrant Edge under `path`
+    (`before_growth`: see EdgeVectorStore; a server keeps its own disk).
 
     Neither backend connects or opens files here; the first call does, so constructing one in a process
     that never touches vectors (e.g. `manage.py migrate` beside a running server) cannot fail.
@@ -62,4 +69,4 @@ def open_vector_store(
         raise ValueError("open_vector_store() needs QDRANT_URL (a server) or a path for the embedded store")
     from .edge import EdgeVectorStore
 
-    return EdgeVectorStore(path)
+    return EdgeVectorStore(path, before_growth=before_growth)

@@ -8,6 +8,7 @@ Qdrant server through qdrant-client (production). Callers never see either libra
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import uuid
@@ -35,6 +36,10 @@ class VectorStoreLocked(VectorStoreError):
 
 class VectorStoreConfigError(VectorStoreError):
     """An existing collection does not match what this configuration expects (e.g. vector sizes)."""
+
+
+class VectorStoreDamaged(VectorStoreError):
+    """A collection's files cannot be read (a damaged segment): only rebuilding it from the database helps."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -93,11 +98,31 @@ class Point:
 
 @dataclass(frozen=True)
 class Hit:
-    """A search or retrieve result: the point id, its raw score (0.0 for retrieve) and payload."""
+    """A search or retrieve result: the point id, its raw score (0.0 for retrieve) and payload; `dense` holds its
+    dense vectors when retrieve() was asked for them."""
 
     id: str
     score: float
     payload: dict[str, Any]
+    dense: dict[str, list[float]] = field(default_factory=dict)
+
+
+def damage(hit: Hit, dense: Mapping[str, tuple[int, str]]) -> str:
+    """What is wrong with a point retrieved with its vectors, in a collection of named dense vectors `dense`
+    (name → size, distance: VectorStore.dense_config); "" when nothing: a vector missing, of the wrong size, not
+    finite, or (cosine, which stores them normalised) not of unit length, as a segment overwritten with garbage
+    leaves them."""
+    for name, (size, distance) in dense.items():
+        vector = hit.dense.get(name)
+        if vector is None:
+            return f"its {name} vector is missing"
+        if len(vector) != size:
+            return f"its {name} vector has {len(vector)} values, not {size}"
+        if not all(math.isfinite(value) for value in vector):
+            return f"its {name} vector holds values that are not numbers"
+        if distance == "cosine" and abs(math.sqrt(sum(v * v for v in vector)) - 1.0) > 1e-3:
+            return f"its {name} vector is not normalised"
+    return ""
 
 
 DISTANCES = ("cosine", "dot", "euclid")
@@ -343,8 +368,13 @@ class VectorStore(ABC):
         """
 
     @abstractmethod
-    def retrieve(self, collection: str, ids: Sequence[str]) -> list[Hit]:
-        """Points by id in the order asked, with payload and score 0.0; missing ids are omitted."""
+    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+        """Points by id in the order asked, with payload and score 0.0 (and their dense vectors when asked: for
+        checking points against their rows); missing ids are omitted."""
+
+    @abstractmethod
+    def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:
+        """The collection's named dense vectors as it was built: name → (size, lower-case distance)."""
 
     @abstractmethod
     def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:

@@ -21,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -42,6 +42,7 @@ from .base import (
     SparseVector,
     VectorStore,
     VectorStoreConfigError,
+    VectorStoreDamaged,
     VectorStoreError,
     VectorStoreLocked,
     Where,
@@ -262,6 +263,8 @@ def edge_error(exc: Exception, path: Path, action: str) -> VectorStoreError:
     """Translate a qdrant-edge exception (always a bare Exception) into ours."""
     if _WAL_LOCKED.search(str(exc)):
         return VectorStoreLocked(locked_message(path))
+    if action == "open the collection":  # its files are there and cannot be read: a damaged segment
+        return VectorStoreDamaged(f"Qdrant Edge could not {action} at {path}: {exc}")
     return VectorStoreError(f"Qdrant Edge could not {action} at {path}: {exc}")
 
 
@@ -274,8 +277,13 @@ class EdgeVectorStore(VectorStore):
 
     backend = "qdrant-edge"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, before_growth: Callable[[], None] | None = None) -> None:
+        """`before_growth` is called before every write that can grow the store's files (an upsert, a new
+        collection) and may raise to refuse it: the store maps its files into memory, and a write into a page
+        the disk cannot back kills the process (SIGBUS). Deletes are let through, so data can still be removed
+        to make room."""
         self.path = Path(path).expanduser().resolve()
+        self._before_growth = before_growth or (lambda: None)
         self._root: _OpenRoot | None = None
         self._lock = threading.Lock()
 
@@ -287,6 +295,8 @@ class EdgeVectorStore(VectorStore):
         existing = _read_shard_config(directory)
         if existing is not None and (problem := config_mismatch(spec.name, spec, *existing)):
             raise VectorStoreConfigError(problem)
+        if existing is None:
+            self._before_growth()
         entry = root.shard(spec.name, create=_edge_config(spec))
         wanted = {name: qe.PayloadSchemaType.Keyword for name in spec.keyword_fields}
         wanted |= {name: qe.PayloadSchemaType.Float for name in spec.float_fields}
@@ -335,6 +345,15 @@ class EdgeVectorStore(VectorStore):
         with self._errors(collection, "read shard info"), entry.reading() as shard:
             info = shard.info()
         return info.points_count, info.indexed_vectors_count, info.segments_count
+
+    def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:
+        config = _read_shard_config(self.path / _checked_name(collection))
+        return config[0] if config else {}
+
+    def collection_bytes(self, collection: str) -> int:
+        """The size of the collection's files, holes of sparse files included (what a copy of it writes)."""
+        directory = self.path / _checked_name(collection)
+        return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
     def vector_names(self, collection: str) -> tuple[int, int]:
         """How many dense and sparse named vectors each point of `collection` may carry."""
@@ -420,6 +439,7 @@ class EdgeVectorStore(VectorStore):
         self.forget_counts(collection)
         if not points:
             return
+        self._before_growth()
         edge_points = [qe.Point(p.id, _edge_vectors(p), dict(p.payload)) for p in points]
         entry = self._entry(collection)
         with self._errors(collection, "upsert points"):
@@ -476,16 +496,21 @@ class EdgeVectorStore(VectorStore):
             found = shard.query(request)
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
-    def retrieve(self, collection: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
         point_ids = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
         with self._errors(collection, "retrieve points"), self._entry(collection).reading() as shard:
             # The cast: the stubs ask for list[PointId] (invariant) where any list of ids does.
             records = shard.retrieve(
-                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=False
+                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=with_vectors
             )
-        found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
+        found = {
+            normalize_id(r.id): Hit(
+                normalize_id(r.id), 0.0, dict(r.payload or {}), _dense_of(r.vector) if with_vectors else {}
+            )
+            for r in records
+        }
         return order_hits(point_ids, found)
 
     def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
@@ -611,6 +636,17 @@ def _read_shard_config(directory: Path) -> tuple[dict[str, tuple[int, str]], dic
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     return dense, sparse
+
+
+def _dense_of(vectors: Any) -> dict[str, list[float]]:
+    """A retrieved record's named dense vectors (sparse ones left out)."""
+    if not isinstance(vectors, dict):
+        return {}
+    return {
+        name: [float(value) for value in vector]
+        for name, vector in vectors.items()
+        if isinstance(vector, list | tuple) and all(isinstance(value, int | float) for value in vector)
+    }
 
 
 def _edge_vectors(point: Point) -> dict[str, Any]:

@@ -65,7 +65,9 @@ def unindexed_points(store: EdgeVectorStore, collection: str, points: int, share
     return points * share * (dense + sparse) / max(dense, 1)
 
 
-def due_collections(store: EdgeVectorStore) -> list[str]:
+def due_collections(store: EdgeVectorStore, spare_bytes: int | None = None) -> list[str]:
+    """The collections worth a pass; with `spare_bytes`, only those whose copy fits in it (the copy writes every
+    byte of the shard's files, sparse or not, and a disk filled by it would kill the server: core/disk.py)."""
     due = []
     for collection in store.collections():
         points, share = unindexed_share(store, collection)
@@ -74,15 +76,22 @@ def due_collections(store: EdgeVectorStore) -> list[str]:
             continue
         if _fruitless.get((store.path, collection)) == points:
             continue
+        if spare_bytes is not None and store.collection_bytes(collection) > spare_bytes:
+            logger.warning(
+                "not optimizing vector collection %s: its copy would not fit on the disk", collection
+            )
+            continue
         due.append(collection)
     return due
 
 
-def start_when_due(store: EdgeVectorStore, *, quiet_seconds: float) -> threading.Thread | None:
+def start_when_due(
+    store: EdgeVectorStore, *, quiet_seconds: float, spare_bytes: int | None = None
+) -> threading.Thread | None:
     """Start optimizing the collections that need it, in a background thread, if the store is quiet."""
     if _one_at_a_time.locked() or store.idle_seconds() < quiet_seconds:
         return None
-    due = due_collections(store)
+    due = due_collections(store, spare_bytes)
     if not due:
         return None
     thread = threading.Thread(target=_optimize_all, args=(store, due), name="edge-optimize", daemon=True)

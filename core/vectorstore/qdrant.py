@@ -106,16 +106,23 @@ class QdrantServerStore(VectorStore):
                     if field_name not in existing:
                         self._client.create_payload_index(name, field_name, field_schema=schema, wait=True)
 
-    def _check_compatible(self, spec: CollectionSpec, name: str) -> None:
-        params = self._client.get_collection(name).config.params
-        vectors = params.vectors
+    def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:
+        with self._errors(collection):
+            return self._dense_config(self.name(collection))
+
+    def _dense_config(self, name: str) -> dict[str, tuple[int, str]]:
+        vectors = self._client.get_collection(name).config.params.vectors
         if isinstance(vectors, qm.VectorParams):  # a collection with one unnamed vector
             vectors = {"": vectors}
-        dense = {
+        return {
             vector: (p.size, _distance_name(p.distance))
             for vector, p in (vectors or {}).items()
             if isinstance(p, qm.VectorParams)
         }
+
+    def _check_compatible(self, spec: CollectionSpec, name: str) -> None:
+        params = self._client.get_collection(name).config.params
+        dense = self._dense_config(name)
         sparse = {
             vector: p.modifier == qm.Modifier.IDF for vector, p in (params.sparse_vectors or {}).items()
         }
@@ -195,15 +202,23 @@ class QdrantServerStore(VectorStore):
             )
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
 
-    def retrieve(self, collection: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
         point_ids: list[Any] = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
         with self._errors(collection):
             records = self._client.retrieve(
-                self.name(collection), ids=point_ids, with_payload=True, with_vectors=False
+                self.name(collection), ids=point_ids, with_payload=True, with_vectors=with_vectors
             )
-        found = {normalize_id(r.id): Hit(normalize_id(r.id), 0.0, dict(r.payload or {})) for r in records}
+        found = {
+            normalize_id(r.id): Hit(
+                normalize_id(r.id),
+                0.0,
+                dict(r.payload or {}),
+                _dense_of(r.vector) if with_vectors else {},
+            )
+            for r in records
+        }
         return order_hits(point_ids, found)
 
     def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
@@ -361,3 +376,14 @@ def _condition(condition: Condition) -> qm.FieldCondition:
         case RangeCondition(key, gt, gte, lt, lte):
             return qm.FieldCondition(key=key, range=qm.Range(gt=gt, gte=gte, lt=lt, lte=lte))
     raise AssertionError(condition)  # pragma: no cover
+
+
+def _dense_of(vectors: Any) -> dict[str, list[float]]:
+    """A retrieved record's named dense vectors (sparse and multi-vectors left out)."""
+    if not isinstance(vectors, dict):
+        return {}
+    return {
+        name: [float(value) for value in vector]
+        for name, vector in vectors.items()
+        if isinstance(vector, list) and all(isinstance(value, int | float) for value in vector)
+    }

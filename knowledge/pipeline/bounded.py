@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge.pipeline.convert import ConversionError, Converted, convert_to_markdown, safe_filename
+from knowledge.pipeline.convert import (
+    ConversionError,
+    Converted,
+    convert_to_markdown,
+    error_reason,
+    safe_filename,
+    unpacked_sizes,
+)
 
 # Imported once in the fork server, so each child starts with the converters loaded.
 _PRELOAD = ["knowledge.pipeline.convert", "markitdown.converters", "pdfplumber", "pypdfium2"]
@@ -28,6 +35,23 @@ _POLL_SECONDS = 0.5
 class Budget:
     seconds: float
     memory_mb: int  # address space a child may add on top of what the preloaded converters already take
+
+    def memory_for(self, path: str | Path) -> int:
+        """The memory one file's conversion may take: for an Office file or an EPUB what its unpacked size can
+        need (measured: .docx and .xlsx of 2 and 8 MB of XML converted within 64 MB per MB, none with less
+        than 128), at most `memory_mb`, which any other file gets. So a small file with a large declared
+        budget cannot take 2 GB, and two of them do not take the server's memory."""
+        sizes = unpacked_sizes(path)
+        if sizes is None:
+            return self.memory_mb
+        markup, other = sizes
+        needed = FILE_FLOOR_MB + (MARKUP_MB_PER_MB * markup + OTHER_MB_PER_MB * other) / 2**20
+        return min(self.memory_mb, round(needed))
+
+
+FILE_FLOOR_MB = 256
+MARKUP_MB_PER_MB = 64  # parsed XML trees and the text built from them
+OTHER_MB_PER_MB = 16  # pictures become base64 data in the intermediate HTML
 
 
 @dataclass(frozen=True)
@@ -53,7 +77,7 @@ def convert_bounded(
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
         target=_convert_in_child,
-        args=(sender, str(path), filename, llm, budget.memory_mb),
+        args=(sender, str(path), filename, llm, budget.memory_for(path)),
         name=f"convert {safe_filename(filename)}",
         daemon=True,
     )
@@ -91,7 +115,7 @@ def _context():
 
 
 def _convert_in_child(sender, path: str, filename: str, llm: LLMSettings | None, memory_mb: int) -> None:
-    _limit_address_space(memory_mb)
+    limit = _limit_address_space(memory_mb)
     try:
         client = None
         if llm is not None:
@@ -102,10 +126,18 @@ def _convert_in_child(sender, path: str, filename: str, llm: LLMSettings | None,
             path, filename=filename, llm_client=client, llm_model=llm.model if llm else None
         )
         sender.send(("ok", converted))
-    except ConversionError as exc:
-        sender.send(("error", _over_memory(filename, memory_mb) if exc.out_of_memory else exc.message))
     except MemoryError:
         sender.send(("error", _over_memory(filename, memory_mb)))
+    except Exception as exc:
+        # At the limit, the converters' C code fails in its own words ("error return without exception set",
+        # a "damaged" document): a child that came that close ran out of memory, whatever the error says.
+        if _reached(limit) or (isinstance(exc, ConversionError) and exc.out_of_memory):
+            message = _over_memory(filename, memory_mb)
+        elif isinstance(exc, ConversionError):
+            message = exc.message
+        else:  # a converter's bug: the user gets a reason, never a bare exit code
+            message = f"{safe_filename(filename)} could not be converted: {error_reason(exc)}"
+        sender.send(("error", message))
     finally:
         sender.close()
 
@@ -114,12 +146,30 @@ def _over_memory(filename: str, memory_mb: int) -> str:
     return f"{safe_filename(filename)} needs more than {memory_mb:,} MB of memory to convert"
 
 
-def _limit_address_space(memory_mb: int) -> None:
-    """Cap this process at what it uses now plus ``memory_mb``: an allocation past it raises MemoryError."""
+def _limit_address_space(memory_mb: int) -> int | None:
+    """Cap this process at what it uses now plus ``memory_mb``: an allocation past it raises MemoryError.
+    Returns the cap in bytes (None where it cannot be set)."""
+    in_use_kb = _status_kb("VmSize")
+    if in_use_kb is None:
+        return None  # not Linux: the time budget still holds
+    limit = in_use_kb * 1024 + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return limit
+
+
+def _status_kb(field: str) -> int | None:
     try:
         status = Path("/proc/self/status").read_text()
     except OSError:
-        return  # not Linux: the time budget still holds
-    in_use_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmSize:"))
-    limit = in_use_kb * 1024 + memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        return None
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith(f"{field}:")), None)
+
+
+# An allocation that failed left the peak below the cap by at most its own size: a failure this close to the cap
+# is taken for want of memory. (Converters allocate far more than this at a time while parsing.)
+_NEAR_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def _reached(limit: int | None) -> bool:
+    peak_kb = _status_kb("VmPeak")
+    return limit is not None and peak_kb is not None and peak_kb * 1024 >= limit - _NEAR_LIMIT_BYTES

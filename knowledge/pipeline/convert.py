@@ -18,7 +18,9 @@ import os
 import re
 import shutil
 import unicodedata
+import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -59,6 +61,12 @@ HEAD_BYTES = 64 * 1024  # how much of a file detect_kind needs to see
 # sizes are read before anything is unpacked; real documents stay far below these.
 MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 5_000
+# Their markup (XML, XHTML) is what the converters parse: measured here (2 shared cores, busy) at 40-60 MB of
+# memory and 6-8 s per MB of XML (.docx and .xlsx of 2 and 8 MB); a 453 KB .docx holding 150 MB of XML held a
+# converter for the whole 300 s at 2.2 GB. 16 MB is about a thousand pages of text or 100,000 spreadsheet cells,
+# and at most about two minutes and 1 GB. Counted as it unpacks, not only as declared.
+MAX_MARKUP_BYTES = 16 * 1024 * 1024
+MARKUP_SUFFIXES = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx")
 # pdfplumber reads about six pages a second here: a thousand pages is three minutes of a worker.
 MAX_PDF_PAGES = 1_000
 MAX_NAME_CHARS = 100
@@ -254,22 +262,59 @@ def _zip_names_in_head(head: bytes) -> list[str]:
 
 
 def _zip_names(path: Path, name: str) -> list[str] | None:
-    """The archive's member names, once its size and member count are within the limits."""
+    """The archive's member names, once its size, member count and markup are within the limits."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_ARCHIVE_MEMBERS:
+                raise ConversionError(
+                    f"{name} holds {len(members):,} files inside; the limit is {MAX_ARCHIVE_MEMBERS:,}"
+                )
+            unpacked = sum(member.file_size for member in members)
+            if unpacked > MAX_UNPACKED_BYTES:
+                raise ConversionError(
+                    f"{name} would unpack to {unpacked / 2**20:,.0f} MB; "
+                    f"the limit is {MAX_UNPACKED_BYTES // 2**20} MB"
+                )
+            _check_markup(archive, name)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error):
+        return None  # damaged: judge by the local headers, the converter will report the damage
+    return [member.filename for member in members]
+
+
+def _check_markup(archive: zipfile.ZipFile, name: str) -> None:
+    """Refuse an archive whose markup unpacks past MAX_MARKUP_BYTES: the declared sizes first, then the bytes as
+    they really unpack (at most the limit is ever read)."""
+    markup = [m for m in archive.infolist() if m.filename.lower().endswith(MARKUP_SUFFIXES)]
+    declared = sum(member.file_size for member in markup)
+    if declared > MAX_MARKUP_BYTES:
+        raise _too_much_markup(name, declared)
+    unpacked = 0
+    for member in markup:
+        with archive.open(member) as stream:
+            while block := stream.read(1 << 20):
+                unpacked += len(block)
+                if unpacked > MAX_MARKUP_BYTES:
+                    raise _too_much_markup(name, unpacked, at_least=True)
+
+
+def _too_much_markup(name: str, size: int, *, at_least: bool = False) -> ConversionError:
+    amount = f"{'more than ' if at_least else ''}{size / 2**20:,.0f} MB"
+    return ConversionError(
+        f"{name} holds {amount} of XML once unpacked; the limit is {MAX_MARKUP_BYTES // 2**20} MB "
+        "(split it into smaller documents)"
+    )
+
+
+def unpacked_sizes(path: str | Path) -> tuple[int, int] | None:
+    """An Office file's or EPUB's declared unpacked sizes (markup, everything else); None for any other file."""
     try:
         with zipfile.ZipFile(path) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError):
-        return None  # damaged: judge by the local headers, the converter will report the damage
-    if len(members) > MAX_ARCHIVE_MEMBERS:
-        raise ConversionError(
-            f"{name} holds {len(members):,} files inside; the limit is {MAX_ARCHIVE_MEMBERS:,}"
-        )
-    unpacked = sum(member.file_size for member in members)
-    if unpacked > MAX_UNPACKED_BYTES:
-        raise ConversionError(
-            f"{name} would unpack to {unpacked / 2**20:,.0f} MB; the limit is {MAX_UNPACKED_BYTES // 2**20} MB"
-        )
-    return [member.filename for member in members]
+        return None
+    markup = sum(m.file_size for m in members if m.filename.lower().endswith(MARKUP_SUFFIXES))
+    return markup, sum(m.file_size for m in members) - markup
 
 
 _TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")
@@ -397,7 +442,7 @@ def _markitdown(
                 f"{name} needs more memory to convert than allowed", out_of_memory=True
             ) from exc
         prefix = _DAMAGED.get(kind, f"{name} could not be converted")
-        raise ConversionError(f"{prefix}: {_reason(exc)}") from exc
+        raise ConversionError(f"{prefix}: {error_reason(exc)}") from exc
     return result.markdown or "", result.title or ""
 
 
@@ -445,7 +490,7 @@ def _cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
     exc = _cause(exc)
     kind = type(exc).__name__
     if "Password" in kind or "Encrypt" in kind:
@@ -534,24 +579,41 @@ def _image_metadata(path: Path, kind: str, name: str) -> tuple[str, str]:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
-            image.verify()
-        with Image.open(path) as image:
-            fields = {"ImageSize": f"{image.width}x{image.height}", "Format": image.format or kind.upper()}
-            for key, value in image.info.items():  # PNG tEXt/iTXt chunks, GIF comments
-                if isinstance(value, bytes):
-                    value = value.decode("utf-8", errors="replace")
-                if isinstance(value, str) and key not in ("icc_profile", "exif", "xmp") and value.strip():
-                    fields[str(key).title()] = _one_line(value)[:500]
-            exif = image.getexif()
-            for tag, label in _EXIF_TEXT.items():
-                if isinstance(exif.get(tag), str) and exif[tag].strip():
-                    fields[label] = _one_line(exif[tag])[:500]
-            for tag, label in _EXIF_XP.items():  # Windows "XP" tags are UTF-16LE bytes
-                if isinstance(exif.get(tag), bytes):
-                    fields[label] = _one_line(exif[tag].decode("utf-16-le", errors="ignore").rstrip("\x00"))
+        with warnings.catch_warnings():
+            # Pillow refuses a picture past twice Image.MAX_IMAGE_PIXELS (89 million, a 10,000 × 8,900 scan) before
+            # decoding it, and only warns past once it: refused here from once it.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                image.verify()
+            with Image.open(path) as image:
+                fields = {
+                    "ImageSize": f"{image.width}x{image.height}",
+                    "Format": image.format or kind.upper(),
+                }
+                for key, value in image.info.items():  # PNG tEXt/iTXt chunks, GIF comments
+                    if isinstance(value, bytes):
+                        value = value.decode("utf-8", errors="replace")
+                    if isinstance(value, str) and key not in ("icc_profile", "exif", "xmp") and value.strip():
+                        fields[str(key).title()] = _one_line(value)[:500]
+                exif = image.getexif()
+                for tag, label in _EXIF_TEXT.items():
+                    if isinstance(exif.get(tag), str) and exif[tag].strip():
+                        fields[label] = _one_line(exif[tag])[:500]
+                for tag, label in _EXIF_XP.items():  # Windows "XP" tags are UTF-16LE bytes
+                    if isinstance(exif.get(tag), bytes):
+                        text = exif[tag].decode("utf-16-le", errors="ignore").rstrip("\x00")
+                        fields[label] = _one_line(text)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        pixels = re.search(r"\((\d+) pixels\)", str(exc))
+        size = f" of {int(pixels.group(1)) / 1e6:,.0f} million pixels" if pixels else ""
+        raise ConversionError(
+            f"{name} is an image{size}, past the limit of {(Image.MAX_IMAGE_PIXELS or 0) / 1e6:,.0f} million pixels: it "
+            "is refused as a possible decompression bomb (shrink it and upload it again)"
+        ) from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ConversionError(f"This image is damaged: {name} could not be opened ({_reason(exc)})") from exc
+        raise ConversionError(
+            f"This image is damaged: {name} could not be opened ({error_reason(exc)})"
+        ) from exc
     lines = [f"{key}: {value}" for key, value in fields.items() if value]
     return "\n".join(lines), fields.get("Title", "")
 

@@ -3,9 +3,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from core import stores
+from core import mirrors, stores
 from core.graphstore import GraphStoreError
 from core.models import MirrorState
+from core.text import without_paths
 from core.vectorstore import VectorStoreError
 from knowledge.models import Chunk
 from knowledge.services import COLLECTION as CHUNK_COLLECTION
@@ -20,8 +21,10 @@ BATCH = 256
 class Command(BaseCommand):
     help = (
         "Repair drift between the database and its mirrors: re-mirror memories that are pending or failed (or "
-        "all, or those changed since a date) to the vector store and delete points whose rows are gone; mirror "
-        "entities and relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data). "
+        "all, or those changed since a date) to the vector store, check every mirrored memory's and knowledge "
+        "chunk's point (missing, or vectors damaged) and write again those that are not right, rebuild a vector "
+        "collection whose files cannot be read, and delete points whose rows are gone; mirror entities and "
+        "relations to Neo4j the same way (run with --all after setting NEO4J_URI on existing data). "
         "--all also re-indexes every knowledge chunk: run it once after an upgrade that changes what a point holds. "
         "--rebuild drops both vector collections first and refills them: run it after changing EMBED_MODEL_TYPE."
     )
@@ -56,6 +59,8 @@ class Command(BaseCommand):
             memories = memories.exclude(mirror_state="synced")
         ids = [str(pk) for pk in memories.values_list("pk", flat=True)]
         try:
+            if not all:
+                self._repair_unreadable()
             for start in range(0, len(ids), BATCH):
                 mirror.sync_memories(ids[start : start + BATCH])
                 done = min(start + BATCH, len(ids))
@@ -63,9 +68,12 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {done:,} of {len(ids):,} memories re-embedded")
             orphans = self._orphans() + self._chunk_orphans()
             chunk_ids = self._chunks() if all else []
+            repaired = [] if all else [self._repair_points(m) for m in mirrors.registered()]
         except VectorStoreError as exc:
-            raise CommandError(f"vector store: {exc}") from None
+            raise CommandError(f"vector store: {without_paths(str(exc))}") from None
         self.stdout.write(f"Re-mirrored {len(ids)} memories; removed {orphans} orphaned points.")
+        for line in repaired:
+            self.stdout.write(line)
         if all:
             self.stdout.write(f"Re-indexed {len(chunk_ids)} knowledge chunks.")
         try:
@@ -73,6 +81,36 @@ class Command(BaseCommand):
         except GraphStoreError as exc:
             raise CommandError(f"graph store: {exc}") from None
         self.stdout.write(f"Mirrored {entities} entities and {relations} relations to the graph store.")
+
+    def _repair_unreadable(self) -> None:
+        """A collection whose files cannot be read is dropped and written again from its rows."""
+        for vector_mirror in mirrors.registered():
+            drift = mirrors.compare(vector_mirror, ids=[])
+            if drift.unreadable:
+                stores.rebuild_collection(vector_mirror.collection)
+                rows = [str(pk) for pk in vector_mirror.mirrored_rows().values_list("pk", flat=True)]
+                for start in range(0, len(rows), BATCH):
+                    vector_mirror.write(rows[start : start + BATCH])
+                self.stdout.write(
+                    f"Rebuilt the {vector_mirror.name} vector collection, whose files could not be read "
+                    f"({drift.error}): {len(rows)} points written again."
+                )
+
+    def _repair_points(self, vector_mirror: mirrors.VectorMirror) -> str:
+        """Check the point of every row the mirror stands for; write again those missing or damaged."""
+        rows = [str(pk) for pk in vector_mirror.mirrored_rows().values_list("pk", flat=True)]
+        drift = mirrors.compare(vector_mirror, ids=rows)
+        if drift.error:
+            raise CommandError(f"vector store: {drift.error}")
+        if drift.absent:  # deleted: created again by the first write
+            stores.rebuild_collection(vector_mirror.collection)
+        repair = sorted(set(drift.missing) | set(drift.damaged))
+        for start in range(0, len(repair), BATCH):
+            vector_mirror.write(repair[start : start + BATCH])
+        return (
+            f"Checked {drift.checked} {vector_mirror.name} points: {len(drift.missing)} missing, "
+            f"{len(drift.damaged)} with damaged vectors; wrote {len(repair)} again."
+        )
 
     def _chunks(self) -> list[str]:
         ready = Chunk.objects.active().order_by("pk")
