@@ -75,6 +75,7 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 	@# Not the data folder `make run` serves from (MNEMO_DATA_DIR, var/ by default): the tests make their own.
 	env -u MNEMO_DATA_DIR DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
 	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest

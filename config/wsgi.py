@@ -9,9 +9,9 @@ application = get_wsgi_application()
 # The rest needs the apps loaded.
 from django.conf import settings  # noqa: E402
 
+from config.warmup import warm_up  # noqa: E402
 from core.dispatch import start_background_work  # noqa: E402
 from core.tasks import optimize_vectors_when_quiet, refresh_planner_statistics  # noqa: E402
-from core.warmup import warm_up  # noqa: E402
 from knowledge.services import documents_resume_stalled  # noqa: E402
 from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
 from memories.tasks import prune_access_log, sync_unsynced_memories  # noqa: E402

@@ -1,8 +1,9 @@
-"""The serving process loads what the first requests would wait for before it accepts them (core.warmup)."""
+"""The serving process loads what the first requests would wait for before it accepts them (config.warmup)."""
 
 import logging
 
-from core import stores, warmup
+from config import warmup
+from core import stores
 
 
 def test_warm_up_loads_every_model_and_says_how_long_each_step_took(caplog):
