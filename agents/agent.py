@@ -232,7 +232,8 @@ class Agent:
 
     @property
     def _via(self) -> str:
-        return EditVia.API if self.api_key else EditVia.CHAT
+        # Only the OpenAI-compatible endpoint runs the agent with a key; the chat page runs it as its user.
+        return EditVia.OPENAI if self.api_key else EditVia.CHAT
 
     def _consolidate_if_due(self) -> None:
         important = Memory.objects.filter(
@@ -392,7 +393,10 @@ class Agent:
         try:
             if tool_name == "memory":
                 tool = MemoryTool(
-                    user_id=self.user.get_username(), session_id=self.session.key, api_key=self.api_key
+                    user_id=self.user.get_username(),
+                    session_id=self.session.key,
+                    api_key=self.api_key,
+                    via=self._via,
                 )
             else:
                 tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False, budget=budget)

@@ -25,7 +25,7 @@ from core.llm import Budget
 from core.models import ApiKey
 from core.tooling import ActionTool
 from knowledge.tools import RAGTool
-from memories.models import Memory
+from memories.models import EditVia, Memory
 from memories.profile import user_profile
 from memories.schemas import MemoryOut, ProfileOut
 from memories.tools import MemoryTool
@@ -108,7 +108,7 @@ def call_tool(
     tool: ActionTool
     try:
         if tool_name == "memory":
-            tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION)
+            tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION, via=EditVia.MCP)
         else:
             tool = RAGTool(user_id=owner, allow_file_paths=False, budget=budget)
         reply = tool.execute({**arguments, "action": action})
@@ -143,7 +143,7 @@ def read_resource(api_key: ApiKey, uri: str) -> str:
         recent = (
             Memory.objects.current()
             .for_user(owner)
-            .select_related("session")
+            .select_related("session", "origin_key")
             .order_by("-created_at")[:RECENT_MEMORIES]
         )
         return json.dumps([MemoryOut.from_orm(memory).model_dump(mode="json") for memory in recent])

@@ -34,6 +34,11 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                 "content": {"type": "string", "description": "The memory, as a full sentence."},
                 "memory_type": {"type": "string", "enum": MEMORY_TYPES, "description": "Default: working."},
                 "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "Default: 0.5."},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Labels to find it by later (memory_search's tag filter).",
+                },
             },
             ["content"],
         ),
@@ -63,6 +68,7 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                     "description": "Also return the working-memory copies of chat messages from other "
                     "conversations. Default: false.",
                 },
+                "tag": {"type": "string", "description": "Only memories carrying this tag."},
             },
             ["query"],
         ),

@@ -32,6 +32,10 @@ ERROR_SCHEMA = {
 }
 
 
+def _takes(operation: dict, name: str) -> bool:
+    return any(parameter.get("name") == name for parameter in operation.get("parameters", []))
+
+
 def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
     """The error statuses an operation can answer, from what it takes; the handlers below produce them."""
     statuses: dict[str, str] = {}
@@ -47,8 +51,10 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
             f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024**2} MiB, or a file over "
             "MNEMO_MAX_UPLOAD_MB"
         )
-    if "{" in path or operation.get("requestBody"):
-        statuses["404"] = "Not found among this key's owner's data"
+    if "{" in path or operation.get("requestBody") or _takes(operation, "user"):
+        statuses["404"] = "Not found among this key's owner's data (or, with `user`, that user's)"
+    if "/admin/" in path:
+        statuses["403"] = "The key's owner is not staff"
     if method != "get":
         statuses["403"] = "This API key is read-only"
     body = operation.get("requestBody", {}).get("content", {})
@@ -110,6 +116,7 @@ api = MnemoAPI(
 api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "console.api.router")
+api.add_router("/", "console.users_api.router")
 
 
 @api.exception_handler(RequestRefused)

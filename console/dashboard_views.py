@@ -9,23 +9,26 @@ from django_htmx.http import trigger_client_event
 
 from console import dashboard
 from console.tasks import resync_user_mirrors
+from core.acting import subject_user, subject_view
 from core.dispatch import dispatch
 from core.pages import AuthenticatedHttpRequest
 
 
+@subject_view
 @require_GET
 def dashboard_data(request: HttpRequest) -> HttpResponse:
     # 401, not a login redirect: the page's script fetches this and could not follow one usefully.
     if not request.user.is_authenticated:
         return JsonResponse({"detail": "Log in to see the dashboard."}, status=401)
-    return JsonResponse(dashboard.stats(request.user))
+    return JsonResponse(dashboard.stats(subject_user(request)))
 
 
+@subject_view
 @login_required
 @require_POST
 def mirror_resync(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Queue the resync of this user's pending and failed rows on the worker (Celery or the in-process pool)."""
-    dispatch(resync_user_mirrors, request.user.pk)
+    dispatch(resync_user_mirrors, subject_user(request).pk)
     message = "Resync queued: pending and failed rows are being mirrored again."
     if request.htmx:
         response = render(request, "console/dashboard.html#resync-status", {"resync_message": message})

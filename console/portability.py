@@ -49,6 +49,7 @@ from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
     AgentSession,
     ChatMessage,
+    EditVia,
     Entity,
     Fact,
     GraphEdit,
@@ -158,8 +159,9 @@ def _write_rows(archive: zipfile.ZipFile, user) -> tuple[dict[str, int], list[st
                     if not line:
                         continue
                     record = json.loads(line)
-                    if "api_key" in record["fields"]:
-                        record["fields"]["api_key"] = None
+                    for key_field in ("api_key", "origin_key"):  # API keys stay behind
+                        if key_field in record["fields"]:
+                            record["fields"][key_field] = None
                     data.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
                 counts[_label(model)] += len(batch)
                 stored_files += [
@@ -321,6 +323,9 @@ class _Load:
                 model is Chunk and ("knowledge.document", str(row["fields"].get("document"))) in self.matched
             )
             self._point_at_this_instance(model, row["fields"], user)
+            if model is Memory:
+                # Here a memory came from the archive; how it was first written stays in its `sources`.
+                row["fields"]["origin"], row["fields"]["origin_key"] = EditVia.IMPORT, None
             if of_merged_document:  # the chunk at its place in the document already here stands for it
                 self.matched[key] = self._same_chunk(row)
             here = _counterpart(model, row["fields"], user)

@@ -2,13 +2,14 @@
 
 from django.urls import path
 
-from console import dashboard_views, views
+from console import dashboard_views, users_views, views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("dashboard/data/", dashboard_views.dashboard_data, name="dashboard_data"),
     path("dashboard/resync/", dashboard_views.mirror_resync, name="mirror_resync"),
     path("health/", views.health, name="health"),
+    path("users/", users_views.users, name="users"),
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/<int:pk>/revoke/", views.api_key_revoke_view, name="api_key_revoke"),
     path("privacy/", views.privacy_settings, name="privacy_settings"),

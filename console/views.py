@@ -1,6 +1,7 @@
 """The evaluation pages (golden questions, runs and their history, the "✓ right answer" button on search
-results) and the download and upload of a user's archive. Every query starts from request.user; writes go through
-console.evaluation and console.portability."""
+results), the dashboard, and the download and upload of a user's archive. The evaluation pages and the dashboard
+read subject_user(request), the signed-in user or the one a staff member opened (core.acting); the archive and
+API keys pages are always the viewer's own. Writes go through console.evaluation and console.portability."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,6 +17,7 @@ from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
 from console.secret_scan import scan_secrets
+from core.acting import subject_user, subject_view
 from core.forms import ApiKeyForm, PrivacySettingsForm
 from core.health import run_checks
 from core.models import ApiKey, PrivacySettings
@@ -24,6 +26,7 @@ from core.queries import owned_by_pk
 from core.services import api_key_create, api_key_revoke
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
+from memories import facets
 from memories.history import most_and_least_retrieved
 from memories.models import AgentSession, Entity, Memory
 from memories.profile import user_profile
@@ -78,7 +81,7 @@ def summary_rows(run: EvaluationRun, previous: EvaluationRun | None) -> list[dic
 
 
 def _questions(request: AuthenticatedHttpRequest):
-    return GoldenQuestion.objects.for_user(request.user).prefetch_related(
+    return GoldenQuestion.objects.for_user(subject_user(request)).prefetch_related(
         Prefetch("expected_memories", Memory.objects.only("pk", "content", "memory_type")),
         Prefetch(
             "expected_chunks",
@@ -90,7 +93,7 @@ def _questions(request: AuthenticatedHttpRequest):
 
 
 def _page(request: AuthenticatedHttpRequest, **extra) -> dict:
-    history = evaluation.run_history(user=request.user)
+    history = evaluation.run_history(user=subject_user(request))
     latest = history[0] if history else None
     return {
         "questions": _questions(request),
@@ -113,19 +116,21 @@ def _overall(run: EvaluationRun | None) -> dict | None:
 # --- the page and golden questions ------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def evaluation_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, TEMPLATE, _page(request))
 
 
+@subject_view
 @login_required
 @require_POST
 def question_add(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = QuestionForm(request.POST)
     if form.is_valid():
         try:
-            evaluation.question_create(user=request.user, **form.service_arguments())
+            evaluation.question_create(user=subject_user(request), **form.service_arguments())
         except evaluation.EvaluationError as exc:
             form.add_error(None, str(exc))
     if not form.errors:
@@ -163,6 +168,7 @@ def _edit_form(question: GoldenQuestion) -> QuestionForm:
     return QuestionForm(initial=initial, prefix_id=f"edit-{question.pk}")
 
 
+@subject_view
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -190,6 +196,7 @@ def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "console/question_edit.html", context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def question_row(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -197,6 +204,7 @@ def question_row(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, f"{TEMPLATE}#question-row", {"question": _question(request, pk)})
 
 
+@subject_view
 @login_required
 @require_POST
 def question_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
@@ -217,17 +225,21 @@ def _candidates(
         ids = []
     rows = []
     if target == Target.KNOWLEDGE:
-        chunks = owned_by_pk(Chunk.objects.select_related("document"), request.user, ids)
+        chunks = owned_by_pk(Chunk.objects.select_related("document"), subject_user(request), ids)
         rows += [_chunk_candidate(chunk, checked=True) for chunk in chunks]
-        namespaces = sorted(set(Document.objects.for_user(request.user).values_list("namespace", flat=True)))
+        namespaces = sorted(
+            set(Document.objects.for_user(subject_user(request)).values_list("namespace", flat=True))
+        )
         if query and namespaces:  # every namespace the user has: the question's come from its answers
-            hits = search_chunks(user=request.user, query=query, namespaces=namespaces, limit=PICKER_LIMIT)
+            hits = search_chunks(
+                user=subject_user(request), query=query, namespaces=namespaces, limit=PICKER_LIMIT
+            )
             rows += [_chunk_candidate(hit.chunk) for hit in hits.hits]
     else:
-        memories = owned_by_pk(Memory.objects.all(), request.user, ids)
+        memories = owned_by_pk(Memory.objects.all(), subject_user(request), ids)
         rows += [_memory_candidate(memory, checked=True) for memory in memories]
         if query:
-            memory_hits = search_memories(user=request.user, query=query, limit=PICKER_LIMIT).hits
+            memory_hits = search_memories(user=subject_user(request), query=query, limit=PICKER_LIMIT).hits
             rows += [_memory_candidate(hit.memory) for hit in memory_hits]
     seen, unique = set(), []
     for row in rows:
@@ -246,6 +258,7 @@ def _chunk_candidate(chunk: Chunk, *, checked: bool = False) -> dict:
     return {"id": chunk.pk, "label": label, "kind": "chunk", "checked": checked}
 
 
+@subject_view
 @login_required
 @require_GET
 def answer_picker(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -260,13 +273,14 @@ def answer_picker(request: AuthenticatedHttpRequest) -> HttpResponse:
 # --- runs ------------------------------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_POST
 def run_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = RunForm(request.POST)
     scope = (form.cleaned_data["scope"] if form.is_valid() else "") or RunScope.ALL
     try:
-        run = evaluation.evaluation_run(user=request.user, scope=scope)
+        run = evaluation.evaluation_run(user=subject_user(request), scope=scope)
     except evaluation.EvaluationError as exc:
         if not request.htmx:
             messages.error(request, str(exc))
@@ -279,10 +293,11 @@ def run_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("evaluation_run", pk=run.pk)
 
 
+@subject_view
 @login_required
 @require_GET
 def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(EvaluationRun.objects.for_user(request.user), pk=pk)
+    run = get_object_or_404(EvaluationRun.objects.for_user(subject_user(request)), pk=pk)
     view = evaluation.run_view(run, run.previous())
     context = {
         "view": view,
@@ -297,6 +312,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 # --- the "✓ right answer" button on the memory and knowledge search results -------------------------------------
 
 
+@subject_view
 @login_required
 @require_POST
 def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -311,7 +327,7 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
         knowledge = data["target"] == Target.KNOWLEDGE
         try:
             question, created = evaluation.question_add_answer(
-                user=request.user,
+                user=subject_user(request),
                 target=data["target"],
                 text=data["q"],
                 answer_id=data["answer"],
@@ -363,22 +379,26 @@ def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
 # --- Dashboard, health and API keys ------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
-    memories = Memory.objects.for_user(request.user)
+    memories = Memory.objects.for_user(subject_user(request))
     by_type = dict(memories.values_list("memory_type").annotate(n=Count("id")).order_by())
     context = {
         "memory_count": sum(by_type.values()),
         "by_type": by_type,
-        "entity_count": Entity.objects.filter(user=request.user).count(),
-        "document_count": Document.objects.for_user(request.user).count(),
-        "session_count": AgentSession.objects.for_user(request.user).count(),
+        "entity_count": Entity.objects.filter(user=subject_user(request)).count(),
+        "document_count": Document.objects.for_user(subject_user(request)).count(),
+        "session_count": AgentSession.objects.for_user(subject_user(request)).count(),
         "recent": memories.select_related("session")[:8],
-        "profile": user_profile(request.user, per_group=5),
+        "profile": user_profile(subject_user(request), per_group=5),
+        "sources": facets.source_counts(subject_user(request)),
+        "tags": facets.tag_counts(subject_user(request)),
+        "top_tags": facets.TOP_TAGS,
     }
     # Most and least retrieved memories (memories.history), each row a link to the memory.
-    context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(request.user)
+    context["most_retrieved"], context["least_retrieved"] = most_and_least_retrieved(subject_user(request))
     return render(request, "console/dashboard.html", context)
 
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from core.models import ApiKey, PrivacySettings
+from core.models import ApiKey, PrivacySettings, SubjectChange
 
 
 @admin.register(ApiKey)
@@ -19,3 +19,17 @@ class ApiKeyAdmin(admin.ModelAdmin):
 class PrivacySettingsAdmin(admin.ModelAdmin):
     list_display = ["user", "secrets", "personal"]
     raw_id_fields = ["user"]
+
+
+@admin.register(SubjectChange)
+class SubjectChangeAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "staff", "subject", "method", "path", "status"]
+    list_filter = ["method", "status"]
+    search_fields = ["path", "staff__username", "subject__username"]
+    raw_id_fields = ["staff", "subject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -134,3 +134,28 @@ class PrivacySettings(models.Model):
         """{"secret": action, "personal": action} for core.privacy.screen."""
         row = cls.objects.filter(user=user).first() or cls()
         return {"secret": row.secrets, "personal": row.personal}
+
+
+class SubjectChange(models.Model):
+    """A change a staff member made to another user's data on the console's pages (core.acting records every
+    request under /users/<id>/ that is not a read). The pages' own histories (a memory's edits, the graph's
+    curation log) name the staff member as the editor as well; this one also covers what they do not keep, such as
+    a deleted memory or document."""
+
+    id = models.BigAutoField(primary_key=True)
+    staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    subject = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=7)
+    path = models.CharField(max_length=500)  # the page's own address, without the /users/<id> prefix
+    view = models.CharField(max_length=100, blank=True)  # the URL name, e.g. memory_delete
+    status = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["subject", "-created_at"], name="subjectchange_subject_created")]
+
+    def __str__(self) -> str:
+        return f"{self.staff} {self.method} {self.path} on {self.subject}'s data ({self.status})"

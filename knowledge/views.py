@@ -1,8 +1,9 @@
 """The knowledge pages: library (upload, live ingestion rows, filters), document detail, retrieval test.
 
-Every query starts from request.user, so another user's document is a 404 on every page and action; writes go
-through knowledge.services. Rows of documents being ingested poll their own row partial every second and stop
-once the state is final (the returned row has no hx-trigger).
+Every query starts from subject_user(request) (the signed-in user, or the one a staff member opened: core.acting),
+so another user's document is a 404 on every page and action; writes go through knowledge.services. Rows of
+documents being ingested poll their own row partial every second and stop once the state is final (the returned
+row has no hx-trigger).
 """
 
 import re
@@ -31,6 +32,7 @@ from django_htmx.http import (
 )
 
 from core import hybrid
+from core.acting import subject_user, subject_view
 from core.llm import Budget
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
@@ -52,7 +54,7 @@ CHANGED_EVENT = "documents-changed"  # the library table listens for it and relo
 
 
 def _owned(request: AuthenticatedHttpRequest) -> DocumentQuerySet:
-    return Document.objects.for_user(request.user)
+    return Document.objects.for_user(subject_user(request))
 
 
 def _document(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Document:
@@ -114,6 +116,7 @@ def _upload_context(namespaces: list[str]) -> dict:
     }
 
 
+@subject_view
 @login_required
 @require_GET
 def library(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -147,7 +150,7 @@ def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -
     name = safe_filename(file.name or "document")
     try:
         accepted = services.document_create(
-            user=request.user,
+            user=subject_user(request),
             file=file,
             namespace=data["namespace"],
             chunk_size=data["chunk_size"],
@@ -159,6 +162,7 @@ def _accept(request: AuthenticatedHttpRequest, file: UploadedFile, data: dict) -
     return UploadOutcome(name, 201 if accepted.created else 200, accepted.document)
 
 
+@subject_view
 @login_required
 @require_POST
 def document_upload(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -200,6 +204,7 @@ def _render_row(
     return render(request, f"{LIBRARY_TEMPLATE}#document-row", context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def document_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -226,6 +231,7 @@ def _change_state(
     return navigate(request, next_url(request, reverse("document_detail", args=[pk])))
 
 
+@subject_view
 @login_required
 @require_POST
 def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -237,6 +243,7 @@ def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
     )
 
 
+@subject_view
 @login_required
 @require_POST
 def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -245,6 +252,7 @@ def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRes
     )
 
 
+@subject_view
 @login_required
 @require_POST
 def document_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -271,6 +279,7 @@ def _preview(markdown: str) -> str:
     return head
 
 
+@subject_view
 @login_required
 @require_GET
 def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -304,6 +313,7 @@ def document_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRes
     return render(request, DETAIL_TEMPLATE, context)
 
 
+@subject_view
 @login_required
 @require_GET
 def document_download(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
@@ -355,14 +365,14 @@ def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpRespon
         query, arguments = form.cleaned_data["q"], form.search_arguments()
         arguments["budget"] = Budget.for_request(request)
         if asking:
-            answer = ask(user=request.user, question=query, **arguments)
+            answer = ask(user=subject_user(request), question=query, **arguments)
             for citation in answer.citations:
                 citation["url"] = chunk_url(
                     citation["chunk_id"], citation["document_id"], citation["ordinal"]
                 )
             context |= {"answer": answer, "answer_html": linked_answer(answer.text, len(answer.citations))}
         else:
-            result = search_chunks(user=request.user, query=query, **arguments)
+            result = search_chunks(user=subject_user(request), query=query, **arguments)
             for hit in result.hits:
                 # Only this page links a hit to its passage, so the link rides on the hit to the template.
                 cast(Any, hit).url = chunk_url(hit.chunk.pk, hit.chunk.document_id, hit.chunk.ordinal)
@@ -377,6 +387,7 @@ def _retrieval(request: AuthenticatedHttpRequest, *, asking: bool) -> HttpRespon
     return render(request, SEARCH_TEMPLATE, context, status=status)
 
 
+@subject_view
 @login_required
 @require_GET
 def knowledge_search(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -384,6 +395,7 @@ def knowledge_search(request: AuthenticatedHttpRequest) -> HttpResponse:
     return _retrieval(request, asking=False)
 
 
+@subject_view
 @login_required
 @require_GET
 def knowledge_ask(request: AuthenticatedHttpRequest) -> HttpResponse:

@@ -25,7 +25,7 @@ class MemoryEditInline(admin.TabularInline):
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ["content", "memory_type", "user", "importance", "mirror_state", "created_at"]
-    list_filter = ["memory_type", "mirror_state", "archived_at", "valid_to"]
+    list_filter = ["memory_type", "origin", "mirror_state", "archived_at", "valid_to"]
     search_fields = ["content", "user__username"]
     raw_id_fields = ["user", "session", "source_message", "source_document", "superseded_by"]
     readonly_fields = [
@@ -37,6 +37,8 @@ class MemoryAdmin(admin.ModelAdmin):
         "seen_count",
         "last_seen_at",
         "sources",
+        "origin",  # how it was first written: a record, not a setting
+        "origin_key",
     ]
     date_hierarchy = "created_at"
     inlines = [MemoryEditInline]

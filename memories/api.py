@@ -12,6 +12,7 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
+from core.acting import USER_PARAM, api_subject
 from core.auth import API_AUTH, WRITE_AUTH, ApiRequest, require_write
 from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
@@ -57,6 +58,11 @@ router.add_router("/", graph_router, tags=["graph"])
 
 def _owner(request: HttpRequest):
     return cast(ApiRequest, request).auth.user
+
+
+def _reader(request: HttpRequest, user_id: int | None):
+    """Whose data a read is about: the key's owner, or for a staff key the user `user` names (core.acting)."""
+    return api_subject(_owner(request), user_id)
 
 
 def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSession | None:
@@ -192,8 +198,8 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
 @router.get("/memories/", response=list[MemoryOut], summary="List memories")
 @paginate(BoundedLimitOffset)
 def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
-    memories = Memory.objects.for_user(_owner(request)).listed(archived=bool(filters.archived))
-    return memories.select_related("session").filtered(
+    memories = Memory.objects.for_user(_reader(request, filters.user)).listed(archived=bool(filters.archived))
+    return memories.select_related("session", "origin_key").filtered(
         memory_types=[filters.memory_type] if filters.memory_type else None,
         session_key=filters.session_id,
         min_importance=filters.min_importance,
@@ -202,16 +208,20 @@ def list_memories(request: HttpRequest, filters: Query[MemoryFilter]):
         until=filters.until,
         superseded=filters.superseded,
         contains=filters.q,
+        tag=filters.tag,
+        origin=filters.origin,
+        origin_key=filters.origin_key,
     )
 
 
-def _memory(request: HttpRequest, memory_id: UUID) -> Memory:
-    return get_object_or_404(Memory.objects.select_related("session"), pk=memory_id, user=_owner(request))
+def _memory(request: HttpRequest, memory_id: UUID, user_id: int | None = None) -> Memory:
+    owner = _reader(request, user_id)
+    return get_object_or_404(Memory.objects.select_related("session", "origin_key"), pk=memory_id, user=owner)
 
 
 @router.get("/memories/{uuid:memory_id}", response=MemoryOut, summary="Get a memory")
-def get_memory(request: HttpRequest, memory_id: UUID):
-    return _memory(request, memory_id)
+def get_memory(request: HttpRequest, memory_id: UUID, user: int | None = Query(None, description=USER_PARAM)):
+    return _memory(request, memory_id, user)
 
 
 @router.patch(
@@ -260,8 +270,10 @@ def delete_memory(request: HttpRequest, memory_id: UUID):
 def search(request: HttpRequest, payload: SearchIn):
     """Dense + lexical fused, then recency, importance (0.8 + 0.4 × importance) and working-memory decay.
     Each result carries its score parts."""
-    user = _owner(request)
-    session = _session(request, payload.session_id, create=False)
+    user = _reader(request, payload.user)
+    session = (
+        get_object_or_404(AgentSession, user=user, key=payload.session_id) if payload.session_id else None
+    )
     result = search_memories(
         user=user,
         query=payload.query,
@@ -272,15 +284,17 @@ def search(request: HttpRequest, payload: SearchIn):
         time_range=payload.time_range,
         include_superseded=payload.include_superseded,
         include_chat_copies=payload.include_chat_copies,
+        tag=payload.tag,
     )
-    services.record_access(
-        user=user,
-        memories=[(hit.memory, hit.score) for hit in result.hits],
-        query=payload.query,
-        via=EditVia.API,
-        api_key=cast(ApiRequest, request).auth,
-        session=session,
-    )
+    if user == _owner(request):  # an operator reading someone's memories does not use them
+        services.record_access(
+            user=user,
+            memories=[(hit.memory, hit.score) for hit in result.hits],
+            query=payload.query,
+            via=EditVia.API,
+            api_key=cast(ApiRequest, request).auth,
+            session=session,
+        )
     results = [
         ScoredMemoryOut(
             id=hit.memory.pk,
@@ -380,8 +394,8 @@ def summary(request: HttpRequest, limit: int = Query(10, ge=1, le=100)):
 
 @router.get("/sessions/", tags=["sessions"], response=list[SessionOut], summary="List sessions")
 @paginate(BoundedLimitOffset)
-def list_sessions(request: HttpRequest):
-    return AgentSession.objects.for_user(_owner(request)).annotate(
+def list_sessions(request: HttpRequest, user: int | None = Query(None, description=USER_PARAM)):
+    return AgentSession.objects.for_user(_reader(request, user)).annotate(
         memory_count=Count("memories", filter=Q(memories__archived_at=None))
     )
 
@@ -392,9 +406,11 @@ def list_sessions(request: HttpRequest):
     response=SessionDetailOut,
     summary="A session with its memories",
 )
-def get_session(request: HttpRequest, session_id: UUID):
-    session = get_object_or_404(AgentSession, pk=session_id, user=_owner(request))
-    memories = list(session.memories.select_related("session").order_by("created_at")[:1000])
+def get_session(
+    request: HttpRequest, session_id: UUID, user: int | None = Query(None, description=USER_PARAM)
+):
+    session = get_object_or_404(AgentSession, pk=session_id, user=_reader(request, user))
+    memories = list(session.memories.select_related("session", "origin_key").order_by("created_at")[:1000])
     return {**SessionOut.from_orm(session).dict(), "memory_count": len(memories), "memories": memories}
 
 
@@ -421,8 +437,8 @@ def memory_tool(request: HttpRequest, payload: MemoryToolIn):
 @router.get(
     "/profile", tags=["profile"], response=ProfileOut, summary="What Mnemo knows about the key's owner"
 )
-def get_profile(request: HttpRequest):
+def get_profile(request: HttpRequest, user: int | None = Query(None, description=USER_PARAM)):
     """Who the user is (identity, work, the people they know, preferences, other facts, recent events), most
     important first, and the facts that contradict each other, to resolve: the same profile the chat answers
     "What do you know about me?" with."""
-    return ProfileOut.of(user_profile(_owner(request)))
+    return ProfileOut.of(user_profile(_reader(request, user)))

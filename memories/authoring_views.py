@@ -1,8 +1,8 @@
 """Authoring pages: add a memory of any type (a perceptual one with its file), edit every field of one, restore
 an earlier version from its history, and serve a perceptual memory's file to its owner's browser session.
 
-Every query starts from request.user, so another user's memory is a 404; every write goes through
-memories.services.
+Every query starts from subject_user(request) (the signed-in user, or the user a staff member opened: core.acting),
+so another user's memory is a 404; every write goes through memories.services and names request.user as editor.
 """
 
 import uuid
@@ -14,6 +14,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
 from memories import curation, services
 from memories.forms import MemoryAddForm, MemoryPageEditForm
@@ -37,17 +38,19 @@ def image_type(head: bytes) -> str | None:
 
 
 def _memory(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Memory:
-    return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
+    return get_object_or_404(Memory.objects.for_user(subject_user(request)).select_related("session"), pk=pk)
 
 
 def _session_keys(request: AuthenticatedHttpRequest) -> list[str]:
     return list(
-        AgentSession.objects.for_user(request.user).order_by("-started_at").values_list("key", flat=True)[:50]
+        AgentSession.objects.for_user(subject_user(request))
+        .order_by("-started_at")
+        .values_list("key", flat=True)[:50]
     )
 
 
 def _session(request: AuthenticatedHttpRequest, key: str) -> AgentSession | None:
-    return services.session_for_key(user=request.user, key=key) if key else None
+    return services.session_for_key(user=subject_user(request), key=key) if key else None
 
 
 ADDED = {
@@ -58,6 +61,7 @@ ADDED = {
 }
 
 
+@subject_view
 @login_required
 @require_http_methods(["GET", "POST"])
 def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -68,9 +72,10 @@ def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
             # One transaction, so a refused memory leaves no new session behind.
             with transaction.atomic():
                 written = services.memory_write(
-                    user=request.user,
+                    user=subject_user(request),
                     session=_session(request, form.cleaned_data["session"]),
                     via=EditVia.PAGE,
+                    editor=request.user,
                     # A file is its own memory: curation would count it as a repeat of one with the same
                     # description and drop the upload.
                     curate="file" not in fields,
@@ -109,6 +114,7 @@ def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpR
     return render(request, "memories/memory_edit.html", context, status=status)
 
 
+@subject_view
 @login_required
 @require_POST
 def memory_restore_version(request: AuthenticatedHttpRequest, pk: uuid.UUID, edit_pk: int) -> HttpResponse:
@@ -132,6 +138,7 @@ def _open(memory: Memory):
         raise Http404("The file is missing from storage.") from None
 
 
+@subject_view
 @login_required
 @require_GET
 def memory_file(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:
@@ -145,6 +152,7 @@ def memory_file(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileRespons
     return response
 
 
+@subject_view
 @login_required
 @require_GET
 def memory_image(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> FileResponse:

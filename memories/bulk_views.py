@@ -1,8 +1,9 @@
 """The memory browser's bulk actions and their undo: parse the selection, call memories.bulk, show the table.
 
 The selection is the ticked rows (`ids`) or, with `scope=all`, every memory the filter in the action's query
-string matches. Either way it is read from request.user's memories only. The last action's undo record lives in
-the session under UNDO_KEY; the table shows an Undo button while it is there.
+string matches. Either way it is read from the subject's memories only (core.acting). The last action's undo
+record lives in the session under UNDO_KEY, with whose memories it changed; their table shows an Undo button while
+it is there.
 """
 
 from django.contrib import messages
@@ -10,13 +11,22 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
+from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
 from memories import bulk
-from memories.forms import MemoryFilterForm, day_bounds
+from memories.forms import day_bounds
 from memories.models import AgentSession
-from memories.views import _back_to_list, _browse, _render_table, filtered_memories, ticked_ids
+from memories.views import (
+    UNDO_KEY,
+    _back_to_list,
+    _browse,
+    _render_table,
+    filter_form,
+    filtered_memories,
+    ticked_ids,
+    undo_offered,
+)
 
-UNDO_KEY = "memory_bulk_undo"
 VALUE_FIELDS = {"set_type": "type_value", "set_importance": "importance_value", "add_tags": "tags_value"}
 VALUE_FIELDS["remove_tags"] = "tags_value"
 
@@ -24,18 +34,20 @@ VALUE_FIELDS["remove_tags"] = "tags_value"
 def _all_matching(request: AuthenticatedHttpRequest) -> list:
     """The ids of every memory the list's filter (the query string) matches; a search matches its hits only,
     which the page holds, so "all" then means the ticked rows."""
-    form = MemoryFilterForm(request.GET)
-    form.is_valid()
-    filters = form.filters
+    filters = filter_form(request).filters
     if "q" in filters:
         raise bulk.BulkError("“All matching” does not apply to a search: tick the results instead.")
     session = None
     if "session" in filters:
-        session = AgentSession.objects.for_user(request.user).filter(key=filters["session"].strip()).first()
+        session = (
+            AgentSession.objects.for_user(subject_user(request))
+            .filter(key=filters["session"].strip())
+            .first()
+        )
         if session is None:
             return []
     start, end = day_bounds(filters.get("date_from"), filters.get("date_to"))
-    memories = filtered_memories(request.user, filters, session=session, start=start, end=end)
+    memories = filtered_memories(subject_user(request), filters, session=session, start=start, end=end)
     # One more than the limit is enough to refuse a selection that is too big without reading it all.
     return list(memories.values_list("pk", flat=True)[: bulk.MAX_BULK + 1])
 
@@ -53,6 +65,7 @@ def _respond(
     return _back_to_list(request)
 
 
+@subject_view
 @login_required
 @require_POST
 def memories_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -62,22 +75,26 @@ def memories_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
         value = bulk.parse_value(action, request.POST.get(VALUE_FIELDS.get(action, ""), ""))
         ids = _all_matching(request) if request.POST.get("scope") == "all" else ticked
         count, undo = bulk.bulk_apply(
-            user=request.user, memory_ids=ids, action=action, value=value, editor=request.user
+            user=subject_user(request), memory_ids=ids, action=action, value=value, editor=request.user
         )
     except bulk.BulkError as exc:
         # Nothing changed; the table comes back with the same rows still ticked.
         return _respond(request, f"Nothing was changed. {exc}", status=422, keep=ticked)
-    request.session[UNDO_KEY] = undo.as_json()
+    # Whose memories it changed, so the Undo is offered (and applied) only on that user's list.
+    request.session[UNDO_KEY] = {**undo.as_json(), "user": subject_user(request).pk}
     return _respond(
         request, f"{undo.label}." if count else "Nothing to change: the selection already was so."
     )
 
 
+@subject_view
 @login_required
 @require_POST
 def memories_bulk_undo(request: AuthenticatedHttpRequest) -> HttpResponse:
-    undo = bulk.Undo.from_json(request.session.pop(UNDO_KEY, None))
+    record = request.session.get(UNDO_KEY)
+    undo = bulk.Undo.from_json(record) if undo_offered(request, record) else None
     if undo is None:
         return _respond(request, "There is no bulk action to undo.", status=422)
-    count = bulk.bulk_undo(user=request.user, undo=undo, editor=request.user)
+    del request.session[UNDO_KEY]
+    count = bulk.bulk_undo(user=subject_user(request), undo=undo, editor=request.user)
     return _respond(request, f"Undone: {undo.label} ({bulk._plural(count)} put back).")

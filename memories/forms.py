@@ -1,6 +1,7 @@
 """Forms of the memory pages: they only parse and check input; every write goes through memories.services."""
 
 import json
+from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -8,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.utils import timezone
 
-from memories.models import Memory, MemoryType
+from memories.models import EditVia, Memory, MemoryType
 from memories.services import FORGET_STRATEGIES, PERCEPTUAL_MODALITIES
 
 
@@ -47,6 +48,21 @@ class MemoryFilterForm(forms.Form):
     )
     date_to = forms.DateField(label="to", required=False, widget=forms.DateInput(attrs={"type": "date"}))
     archived = forms.BooleanField(label="Archived only", required=False)
+    tag = forms.CharField(
+        label="Tag",
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"list": "tag-names", "placeholder": "tag"}),
+    )
+    origin = forms.ChoiceField(label="Source", required=False, choices=[("", "any"), *EditVia.choices])
+    origin_key = forms.TypedChoiceField(
+        label="API key", required=False, coerce=int, empty_value=None, choices=[("", "any")]
+    )
+
+    def __init__(self, *args, keys: Sequence[tuple[int, str]] = (), **kwargs):
+        """`keys`: the API keys of the memories' owner, (id, name), for the key filter."""
+        super().__init__(*args, **kwargs)
+        self.fields["origin_key"].choices = [("", "any"), *keys]  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

@@ -33,6 +33,7 @@ class Source:
     message: ChatMessage | None = None
     document_id: str | None = None
     document: Document | None = None
+    editor: User | None = None  # who wrote it on a page: a staff member, when it is another user's memory
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -43,8 +44,9 @@ def _uuid(value: Any) -> uuid.UUID | None:
 
 
 def provenance(memory: Memory) -> list[Source]:
-    """The memory's sources, oldest first, with their keys, messages and documents in three queries at most;
-    only the owner's rows are looked up, so a forged id in `sources` names nothing of another user's."""
+    """The memory's sources, oldest first, with their keys, messages, documents and the staff member who wrote
+    one on the owner's pages (core.acting), in four queries at most; only the owner's keys, messages and
+    documents are looked up, so a forged id in `sources` names nothing of another user's."""
     entries = [entry for entry in memory.sources if isinstance(entry, dict)]
     if not entries and (memory.source_message_id or memory.source_document_id):
         # Written before sources were recorded: the foreign keys still say where it came from.
@@ -68,6 +70,8 @@ def provenance(memory: Memory) -> list[Source]:
         else {}
     )
     documents = Document.objects.filter(user_id=memory.user_id).in_bulk(document_ids) if document_ids else {}
+    editor_ids = {entry["editor"] for entry in entries if isinstance(entry.get("editor"), int)}
+    editors = User.objects.in_bulk(editor_ids) if editor_ids else {}
     sources = []
     for entry in entries:
         key_id = entry.get("api_key") if isinstance(entry.get("api_key"), int) else None
@@ -83,6 +87,7 @@ def provenance(memory: Memory) -> list[Source]:
                 message=messages.get(message_id),
                 document_id=str(document_id) if document_id else None,
                 document=documents.get(document_id),
+                editor=editors.get(entry.get("editor")),
             )
         )
     return sources

@@ -28,7 +28,7 @@ def memory_store():
     """The vector store with the memories collection created."""
     return stores.collection_store(
         COLLECTION,
-        keyword_fields=("user_id", "memory_type", "session_id", ORIGIN),
+        keyword_fields=("user_id", "memory_type", "session_id", ORIGIN, "tags"),
         float_fields=("importance", "created_ts", "expires_ts"),
     )
 
@@ -45,6 +45,8 @@ def payload(memory: Memory) -> dict:
         "importance": float(memory.importance),
         "created_ts": memory.created_at.timestamp(),
         "expires_ts": timestamp(memory.expires_at),
+        # A search filtered by tag matches a point whose list holds it (memories.retrieval.build_where).
+        "tags": [tag for tag in memory.tags if isinstance(tag, str)] if isinstance(memory.tags, list) else [],
     }
     # Only chat copies carry the marker, so a search leaves them out with a "not" filter that every point
     # mirrored before the marker existed passes.

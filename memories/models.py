@@ -86,6 +86,44 @@ class ChatMessage(models.Model):
 CHAT_ORIGIN = "chat"
 
 
+class EditVia(models.TextChoices):
+    """The route a write came through: an edit's, an access's and a memory's origin (how it was first written)."""
+
+    PAGE = "page", "page"
+    API = "api", "API"
+    MCP = "mcp", "MCP"
+    OPENAI = "openai", "OpenAI endpoint"
+    TOOL = "tool", "tool"
+    ADMIN = "admin", "admin"
+    SYSTEM = "system", "system"
+    CHAT = "chat", "chat"
+    DOCUMENT = "doc", "document"
+    IMPORT = "import", "import"
+
+
+# The routes that carry an API key: a memory written through one records the key (Memory.origin_key).
+KEYED_VIA = frozenset({EditVia.API, EditVia.MCP, EditVia.OPENAI})
+
+
+class HasTag(models.Lookup):
+    """`tags__has_tag="x"`: the JSON list holds the string "x". Django's `contains` on a JSONField does this on
+    PostgreSQL but not on SQLite, where json_each reads the list."""
+
+    lookup_name = "has_tag"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):
+        # lhs is the column and rhs a placeholder, both from Django's compiler; the tag travels as a parameter.
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        if connection.vendor == "postgresql":
+            return f"{lhs} @> jsonb_build_array({rhs}::text)", [*lhs_params, *rhs_params]
+        return (
+            f"EXISTS (SELECT 1 FROM json_each({lhs}) WHERE json_each.value = {rhs})",  # noqa: S608
+            [*lhs_params, *rhs_params],
+        )
+
+
 class MemoryQuerySet(models.QuerySet):
     """The one vocabulary for "which memories": the API, the pages, the tools and retrieval all speak it."""
 
@@ -127,9 +165,18 @@ class MemoryQuerySet(models.QuerySet):
         until: datetime | None = None,
         superseded: bool | None = None,
         contains: str | None = None,
+        tag: str | None = None,
+        origin: str | None = None,
+        origin_key: int | None = None,
     ):
         """The filters that lists and searches offer, each applied only when given."""
         memories = self
+        if tag:
+            memories = memories.filter(tags__has_tag=tag)
+        if origin:
+            memories = memories.filter(origin=origin)
+        if origin_key is not None:
+            memories = memories.filter(origin_key=origin_key)
         if memory_types:
             memories = memories.filter(memory_type__in=list(memory_types))
         if session is not None:
@@ -189,6 +236,12 @@ class Memory(MirroredModel):
     seen_count = models.PositiveIntegerField(default=1)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     sources = models.JSONField(default=list, blank=True)  # [{"via", "api_key", "message", "document", "at"}]
+    # How it was first written (the first of `sources`, as columns to filter and count by): the route, and the
+    # API key for the routes that carry one (API, MCP, the OpenAI endpoint).
+    origin = models.CharField(max_length=6, choices=EditVia, default=EditVia.SYSTEM)
+    origin_key = models.ForeignKey(
+        "core.ApiKey", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     valid_to = models.DateTimeField(null=True, blank=True)
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
@@ -212,6 +265,8 @@ class Memory(MirroredModel):
             models.Index(fields=["user", "content_hash"], name="memory_user_content_hash"),
             # The dashboard's most and least retrieved memories, oldest (or newest) of equal counts first.
             models.Index(fields=["user", "access_count", "created_at"], name="memory_user_access_created"),
+            # The browser's source filter and the dashboard's count per source.
+            models.Index(fields=["user", "origin", "-created_at"], name="memory_user_origin_created"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -224,6 +279,12 @@ class Memory(MirroredModel):
         return f"[{self.memory_type}] {self.content[:60]}"
 
     @property
+    def origin_label(self) -> str:
+        """How it was first written, for people: "MCP · claude-desktop", "page", "import"."""
+        label = self.get_origin_display()
+        return f"{label} · {self.origin_key.name}" if self.origin_key_id and self.origin_key else label
+
+    @property
     def is_chat_copy(self) -> bool:
         return self.memory_type == MemoryType.WORKING and self.metadata.get("origin") == CHAT_ORIGIN
 
@@ -234,15 +295,6 @@ class Memory(MirroredModel):
         if update_fields is not None and "content" in update_fields:
             kwargs["update_fields"] = {*update_fields, "content_hash"}
         super().save(*args, **kwargs)
-
-
-class EditVia(models.TextChoices):
-    PAGE = "page", "page"
-    API = "api", "API"
-    TOOL = "tool", "tool"
-    ADMIN = "admin", "admin"
-    SYSTEM = "system", "system"
-    CHAT = "chat", "chat"
 
 
 class MemoryEdit(models.Model):
@@ -454,3 +506,6 @@ class GraphEdit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.label} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+Memory._meta.get_field("tags").register_lookup(HasTag)

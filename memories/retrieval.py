@@ -106,6 +106,7 @@ def build_where(
     time_range: tuple[datetime | None, datetime | None] | None,
     now: datetime,
     include_chat_copies: bool = False,
+    tag: str | None = None,
 ) -> dict:
     # Expiry to the minute: the store's filter only narrows the candidates (SQL applies `now` exactly), and a
     # filter that changes every call made every search count its words' frequencies afresh (count_cached).
@@ -114,6 +115,8 @@ def build_where(
         where["memory_type"] = list(memory_types)
     if min_importance > 0:
         where["importance"] = {"gte": float(min_importance)}
+    if tag:
+        where["tags"] = tag  # a point matches when its list of tags holds it
     if session is not None:
         where["session_id"] = str(session.pk)
     if _leaves_out_chat_copies(include_chat_copies, session):
@@ -143,14 +146,17 @@ def search_memories(
     include_superseded: bool = False,
     include_chat_copies: bool = False,
     require_match: bool = False,
+    tag: str | None = None,
 ) -> SearchResult:
     """`include_superseded` also returns facts a newer one replaced (memories.curation); by default only
     current memories come back. `include_chat_copies` also returns the working-memory copies of chat messages,
     which a search within their own session returns anyway. `require_match` leaves out memories only the graph
     found (linked to an entity the query names, matching none of its words or meaning): what goes into an
-    answer or a model's context must be above the relevance floor itself."""
+    answer or a model's context must be above the relevance floor itself. `tag` keeps memories carrying it."""
     now = timezone.now()
-    scope = _Scope(memory_types, min_importance, session, time_range, include_superseded, include_chat_copies)
+    scope = _Scope(
+        memory_types, min_importance, session, time_range, include_superseded, include_chat_copies, tag
+    )
     query = check_text(query.strip(), "query", MAX_QUERY_CHARS)
     if not query:
         return SearchResult(_by_importance(user, limit, scope, now))
@@ -162,6 +168,7 @@ def search_memories(
         time_range=time_range,
         now=now,
         include_chat_copies=include_chat_copies,
+        tag=tag,
     )
 
     def signals() -> tuple[hybrid.Fused, str]:
@@ -405,6 +412,7 @@ class _Scope:
     time_range: tuple[datetime | None, datetime | None] | None
     include_superseded: bool
     include_chat_copies: bool = False
+    tag: str | None = None
 
 
 def _leaves_out_chat_copies(include_chat_copies: bool, session: AgentSession | None) -> bool:
@@ -428,6 +436,7 @@ def _filtered(user, scope: _Scope, now, ids=None):
         since=start,
         until=end,
         superseded=None if scope.include_superseded else False,
+        tag=scope.tag,
     )
 
 
@@ -441,7 +450,7 @@ def _candidates(user, ids, scope: _Scope, now) -> dict[str, _Candidate]:
 
 
 def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
-    memories = owned_by_pk(Memory.objects.select_related("session"), user, ids)
+    memories = owned_by_pk(Memory.objects.select_related("session", "origin_key"), user, ids)
     return {str(memory.pk): memory for memory in memories}
 
 

@@ -5,6 +5,7 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from core.acting import USER_PARAM
 from core.limits import (
     MAX_CONTENT_CHARS,
     MAX_LIST_ITEMS,
@@ -38,6 +39,12 @@ Name = Annotated[str, *text_rules(MAX_NAME_CHARS)]
 # A perceptual memory's description, sent as a form field beside its file.
 Description = Annotated[str, *text_rules(MAX_CONTENT_CHARS)]
 ProposalStatus = Literal["pending", "approved", "rejected", "undone"]
+OriginName = Literal["page", "api", "mcp", "openai", "tool", "admin", "system", "chat", "doc", "import"]
+ORIGIN_RULE = (
+    "How the memory was first written: page (the console), api (the JSON API), mcp, openai (the "
+    "OpenAI-compatible endpoint), chat (the chat page), doc (from a document), import (a data archive), tool "
+    "(MemoryTool in Python), admin, system."
+)
 SessionKey = Annotated[str, *text_rules(MAX_NAME_CHARS, min_chars=1)]
 Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
@@ -121,6 +128,17 @@ class MemoryOut(Schema):
     )
     valid_to: datetime | None = Field(description="When a newer fact replaced this one.")
     superseded_by: UUID | None = Field(description="The memory that replaced this one.")
+    origin: OriginName = Field(description=ORIGIN_RULE)
+    origin_key: int | None = Field(description="The API key it was written with (api, mcp, openai), if any.")
+    origin_key_name: str | None = Field(description="That key's name.")
+
+    @staticmethod
+    def resolve_origin_key(memory: Memory) -> int | None:
+        return memory.origin_key_id
+
+    @staticmethod
+    def resolve_origin_key_name(memory: Memory) -> str | None:
+        return memory.origin_key.name if memory.origin_key_id and memory.origin_key else None
 
     @staticmethod
     def resolve_has_file(memory: Memory) -> bool:
@@ -140,6 +158,7 @@ class WrittenMemoryOut(MemoryOut):
 
 
 class SearchIn(BodySchema):
+    user: int | None = Field(None, description=USER_PARAM)
     query: Annotated[str, *text_rules(MAX_QUERY_CHARS)]
     limit: Whole = Field(5, ge=1, le=100)
     memory_types: list[MemoryTypeName] | None = None
@@ -149,6 +168,7 @@ class SearchIn(BodySchema):
         None, description="[start, end], ISO 8601; either may be null."
     )
     include_superseded: Flag = Field(False, description="Also return facts a newer fact replaced.")
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
     include_chat_copies: Flag = Field(
         False,
         description="Also return the working-memory copies of chat messages (a search within one session "
@@ -374,6 +394,7 @@ class DedupeOut(Schema):
 
 
 class MemoryFilter(Schema):
+    user: int | None = Field(None, description=USER_PARAM)
     memory_type: MemoryTypeName | None = None
     session_id: Name | None = None
     min_importance: float | None = Field(None, ge=0.0, le=1.0)
@@ -385,6 +406,9 @@ class MemoryFilter(Schema):
         None, description="true: only facts a newer one replaced; false: only current ones; unset: both."
     )
     q: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
+    tag: Name | None = Field(None, description="Only memories carrying this tag.")
+    origin: OriginName | None = Field(None, description=ORIGIN_RULE)
+    origin_key: int | None = Field(None, description="Only memories written with this API key (its id).")
 
 
 Modality = Literal["text", *PERCEPTUAL_MODALITIES]  # type: ignore[valid-type]

@@ -284,6 +284,7 @@ def memory_write(
     extract_entities: bool | None = None,
     via: str = EditVia.SYSTEM,
     api_key: ApiKey | None = None,
+    editor: User | None = None,
     curate: bool = True,
     **detail: Any,
 ) -> Written:
@@ -317,6 +318,7 @@ def memory_write(
         mentions=mentions,
         via=via,
         api_key=api_key,
+        editor=editor,
         curate=curate,
     )
 
@@ -332,6 +334,7 @@ def _memory_write(
     mentions: ModelMentions | None,
     via: str,
     api_key: ApiKey | None,
+    editor: User | None,
     curate: bool,
 ) -> Written:
     if session_key is not None:
@@ -339,15 +342,14 @@ def _memory_write(
     memory_type = memory.memory_type
     curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     decision = curator.decide(memory)
-    source = _source(memory, via=via, api_key=api_key)
+    source = _source(memory, via=via, api_key=api_key, editor=editor)
     if decision.action in (curation.DUPLICATE, curation.MERGE):
-        existing = _count_repeat(decision, memory, source, via=via, api_key=api_key)
+        existing = _count_repeat(decision, memory, source, via=via, api_key=api_key, editor=editor)
         return Written(existing, decision.action, decision.reason)
-    memory.sources = [source]
-    memory.last_seen_at = memory.created_at
+    _set_origin(memory, source, via=via, api_key=api_key)
     _save_mirrored(memory)
     _index_facts(curator, [memory])
-    MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key))
+    MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor))
     if link:
         link_entities(memory, mentions=mentions)
         _enrich_with_llm(memory)
@@ -362,11 +364,16 @@ def _memory_write(
 MAX_SOURCES = 50  # per memory; seen_count keeps counting past it
 
 
-def _source(memory: Memory, *, via: str, api_key: ApiKey | None) -> dict[str, Any]:
-    """Where one write of a memory came from: the route, the key, the chat message or the document."""
+def _source(
+    memory: Memory, *, via: str, api_key: ApiKey | None, editor: User | None = None
+) -> dict[str, Any]:
+    """Where one write of a memory came from: the route, the key, the chat message or the document, and who
+    wrote it on a page (a staff member, when it is another user's memory)."""
     source: dict[str, Any] = {"via": via, "at": memory.created_at.isoformat()}
     if api_key is not None:
         source["api_key"] = api_key.pk
+    if editor is not None:
+        source["editor"] = editor.pk
     if memory.source_message_id:
         source["message"] = str(memory.source_message_id)
     if memory.source_document_id:
@@ -374,8 +381,22 @@ def _source(memory: Memory, *, via: str, api_key: ApiKey | None) -> dict[str, An
     return source
 
 
+def _set_origin(memory: Memory, source: dict[str, Any], *, via: str, api_key: ApiKey | None) -> None:
+    """A new memory's first source, and the route and key it came through as the columns lists filter by."""
+    memory.sources = [source]
+    memory.last_seen_at = memory.created_at
+    memory.origin = via
+    memory.origin_key = api_key
+
+
 def _count_repeat(
-    decision: "curation.Decision", repeat: Memory, source: dict, *, via: str, api_key: ApiKey | None
+    decision: "curation.Decision",
+    repeat: Memory,
+    source: dict,
+    *,
+    via: str,
+    api_key: ApiKey | None,
+    editor: User | None = None,
 ) -> Memory:
     """A duplicate or near-duplicate is not stored: the memory it repeats counts it, with its source; a merge
     also keeps the higher importance and the union of tags and is recorded in the history with its reason."""
@@ -402,6 +423,7 @@ def _count_repeat(
     merged = {"merged": [None, repeat.content]} if decision.action == curation.MERGE else {}
     MemoryEdit.objects.create(
         memory=existing,
+        editor=editor,
         api_key=api_key,
         via=via,
         changes={**merged, **seen, **changes},
@@ -410,7 +432,9 @@ def _count_repeat(
     if "importance" in changes:
         _mirror_on_commit([existing.pk])  # importance is in the vector payload
     if decision.merged_text and decision.merged_text != existing.content:
-        existing = memory_update(memory=existing, via=via, api_key=api_key, content=decision.merged_text)
+        existing = memory_update(
+            memory=existing, via=via, api_key=api_key, editor=editor, content=decision.merged_text
+        )
     return existing
 
 
@@ -592,8 +616,7 @@ def memory_bulk_create(
             repeated = _count_repeat(decision, memory, source, via=via, api_key=api_key)
             written.append(Written(repeated, decision.action, decision.reason))
             continue
-        memory.sources = [source]
-        memory.last_seen_at = memory.created_at
+        _set_origin(memory, source, via=via, api_key=api_key)
         # Marked now, so the items after it see what is current; rows already stored are saved right away
         # (their new superseded_by is checked at commit, after this batch's rows exist).
         edits += apply_supersede(decision, memory, via=via, api_key=api_key)

@@ -70,14 +70,17 @@ class MemoryTool(ActionTool):
         memory_types: list[str] | None = None,
         session_id: str | None = None,
         api_key: ApiKey | None = None,
+        via: str | None = None,
     ):
+        """`via`: the route the calls come through (MCP, the chat agent), recorded with each write and search;
+        by default the API when there is a key, else the tool in Python."""
         self.user_id = user_id
         self.user = tool_user(user_id)
         self.memory_types = memory_types or [MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC]
         self.current_session_id = session_id
         self.conversation_count = 0
         self.api_key = api_key
-        self.via = EditVia.API if api_key else EditVia.TOOL
+        self.via = via or (EditVia.API if api_key else EditVia.TOOL)
 
     def prepare(self, params: Params) -> None:
         if "session_id" in params.raw:
@@ -147,6 +150,7 @@ class MemoryTool(ActionTool):
             time_range=params.time_range(),
             include_superseded=params.flag("include_superseded", False),
             include_chat_copies=params.flag("include_chat_copies", False),
+            tag=params.text("tag"),
             # What a tool returns goes into a model's context or an agent's answer: only real matches.
             require_match=True,
         )

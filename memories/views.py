@@ -1,4 +1,5 @@
-"""The memory pages: browser, detail, sessions. Every query starts from request.user; writes go through services.
+"""The memory pages: browser, detail, sessions. Every query starts from subject_user(request), the signed-in user
+or the user a staff member opened (core.acting); writes go through services and name request.user as editor.
 
 The browser pages by keyset ("older than this created_at, id") instead of OFFSET and COUNT(*): each page is
 one index range scan of at most PAGE_SIZE + 1 rows, however many memories a user has.
@@ -25,9 +26,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
+from core.acting import subject_user, subject_view, viewing_other
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
-from memories import authoring_views, bulk, cleaning, history, listing, services
+from memories import authoring_views, bulk, cleaning, facets, history, listing, services
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import AgentSession, EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
@@ -36,8 +38,10 @@ PAGE_SIZE = 50
 SEARCH_LIMIT = 50
 SESSIONS_PER_PAGE = 50
 TIMELINE_LIMIT = 1000
+TAG_CHOICES = 100  # the tags the filter's field suggests, most used first
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LIST_TEMPLATE = "memories/memory_list.html"
+UNDO_KEY = "memory_bulk_undo"  # the session's record of the last bulk action (memories.bulk_views)
 
 
 # --- keyset pagination --------------------------------------------------------------------------------------
@@ -119,12 +123,18 @@ def keyset_page(
 # --- the browser -------------------------------------------------------------------------------------------
 
 
+def filter_form(request: AuthenticatedHttpRequest) -> MemoryFilterForm:
+    """The browser's filters from the query string (the subject's API keys for the key filter), checked."""
+    form = MemoryFilterForm(request.GET, keys=facets.key_choices(subject_user(request)))
+    form.is_valid()
+    return form
+
+
 def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
     """The context of the memory table for the filters in request.GET."""
-    form = MemoryFilterForm(request.GET)
-    form.is_valid()
+    form = filter_form(request)
     filters = form.filters
-    user = request.user
+    user = subject_user(request)
     context: dict[str, Any] = {
         "form": form,
         "filters": filters,
@@ -138,6 +148,7 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
         "bulk_actions": bulk.ACTIONS.items(),
         "page_sizes": listing.PAGE_SIZES,
         "selected": set(),
+        "bulk_undo": _bulk_undo(request),
     }
     session = None
     if "session" in filters:
@@ -157,9 +168,9 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
             session=session,
             time_range=(start, end) if start or end else None,
             include_chat_copies=True,  # the browser shows every memory the filters select
+            tag=filters.get("tag"),
         )
-        high = filters.get("max_importance")
-        context["hits"] = [hit for hit in result.hits if high is None or hit.memory.importance <= high]
+        context["hits"] = [hit for hit in result.hits if _kept(hit.memory, filters)]
         listing.attach_entities([hit.memory for hit in context["hits"]])
         archived_note = "Search covers active memories only; archived ones are left out."
         context["search_notice"] = " ".join(
@@ -172,16 +183,39 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
     return context
 
 
+def undo_offered(request: AuthenticatedHttpRequest, record: object) -> bool:
+    """Whether the session's bulk undo record is for the memories this page shows (the viewer's, or a subject's)."""
+    return isinstance(record, dict) and record.get("user", request.user.pk) == subject_user(request).pk
+
+
+def _bulk_undo(request: AuthenticatedHttpRequest) -> dict | None:
+    record = request.session.get(UNDO_KEY)
+    return record if undo_offered(request, record) else None
+
+
+def _kept(memory: Memory, filters: dict) -> bool:
+    """The filters a search does not apply itself, applied to one of its hits."""
+    high, origin, key = filters.get("max_importance"), filters.get("origin"), filters.get("origin_key")
+    return (
+        (high is None or memory.importance <= high)
+        and (not origin or memory.origin == origin)
+        and (key is None or memory.origin_key_id == key)
+    )
+
+
 def filtered_memories(user, filters: dict, *, session: AgentSession | None, start, end) -> QuerySet:
     """The browser's (non-search) filters as one QuerySet of `user`'s memories; bulk "all matching" reads it."""
     memories = Memory.objects.for_user(user).listed(archived=bool(filters.get("archived")))
-    return memories.select_related("session").filtered(
+    return memories.select_related("session", "origin_key").filtered(
         memory_types=[filters["type"]] if "type" in filters else None,
         session=session,
         min_importance=filters.get("min_importance"),
         max_importance=filters.get("max_importance"),
         since=start,
         until=end,
+        tag=filters.get("tag"),
+        origin=filters.get("origin"),
+        origin_key=filters.get("origin_key"),
     )
 
 
@@ -194,20 +228,26 @@ def _render_table(request: AuthenticatedHttpRequest, context: dict) -> HttpRespo
     return response
 
 
+@subject_view
 @login_required
 @require_GET
 def memory_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = _browse(request)
-    if context.get("hits"):  # a curator's search is a retrieval too, shown on the memory's page as "page"
+    # A curator's search is a retrieval too, shown on the memory's page as "page"; a staff member looking at
+    # someone else's memories is not using them, so their look is not counted.
+    if context.get("hits") and not viewing_other(request):
         services.record_access(
-            user=request.user,
+            user=subject_user(request),
             memories=[(hit.memory, hit.score) for hit in context["hits"]],
             query=context["filters"]["q"],
             via=EditVia.PAGE,
         )
     if request.htmx.target == "memory-table":
         return _render_table(request, context)
-    context["session_keys"] = AgentSession.objects.for_user(request.user).values_list("key", flat=True)[:100]
+    subject = subject_user(request)
+    context["session_keys"] = AgentSession.objects.for_user(subject).values_list("key", flat=True)[:100]
+    suggested = facets.tag_counts(subject, limit=TAG_CHOICES, newest=facets.SUGGESTED_FROM)
+    context["tag_names"] = [tag for tag, _ in suggested]
     return render(request, LIST_TEMPLATE, context)
 
 
@@ -228,12 +268,13 @@ def ticked_ids(request: AuthenticatedHttpRequest) -> list[uuid.UUID]:
     return ids
 
 
+@subject_view
 @login_required
 @require_POST
 def memories_bulk_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
     ids = ticked_ids(request)
     if ids:
-        deleted = services.memories_delete(user=request.user, memory_ids=ids)
+        deleted = services.memories_delete(user=subject_user(request), memory_ids=ids)
         notice = f"Forgot {deleted} selected {'memory' if deleted == 1 else 'memories'}."
     else:
         notice = "Select at least one memory first."
@@ -243,12 +284,13 @@ def memories_bulk_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
     return _back_to_list(request)
 
 
+@subject_view
 @login_required
 @require_POST
 def memories_forget(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = ForgetForm(request.POST)
     if form.is_valid():
-        forgotten = services.memories_forget(user=request.user, **form.cleaned_data)
+        forgotten = services.memories_forget(user=subject_user(request), **form.cleaned_data)
         notice = f"Forgot {forgotten} {'memory' if forgotten == 1 else 'memories'} ({form.cleaned_data['strategy'].replace('_', ' ')})."
     else:
         errors = "; ".join(
@@ -269,9 +311,11 @@ def memories_forget(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 def _memory(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Memory:
-    return get_object_or_404(Memory.objects.for_user(request.user).select_related("session"), pk=pk)
+    memories = Memory.objects.for_user(subject_user(request)).select_related("session", "origin_key")
+    return get_object_or_404(memories, pk=pk)
 
 
+@subject_view
 @login_required
 @require_GET
 def memory_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -281,6 +325,7 @@ def memory_row(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse
     return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
 
 
+@subject_view
 @login_required
 @require_http_methods(["GET", "POST"])
 def memory_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -316,18 +361,21 @@ def _set_archived(request: AuthenticatedHttpRequest, pk: uuid.UUID, *, archived:
     return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
+@subject_view
 @login_required
 @require_POST
 def memory_archive(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _set_archived(request, pk, archived=True)
 
 
+@subject_view
 @login_required
 @require_POST
 def memory_restore(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _set_archived(request, pk, archived=False)
 
 
+@subject_view
 @login_required
 @require_POST
 def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -337,11 +385,12 @@ def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRe
     return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
+@subject_view
 @login_required
 @require_POST
 def memory_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
-    services.memories_delete(user=request.user, memory_ids=[memory.pk])
+    services.memories_delete(user=subject_user(request), memory_ids=[memory.pk])
     if from_row(request, f"memory-{memory.pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
     messages.success(request, "Memory deleted.")
@@ -368,6 +417,7 @@ def _shown(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+@subject_view
 @login_required
 @require_GET
 def memory_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -381,7 +431,7 @@ def memory_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
             for edit in memory.edits.select_related("editor", "api_key")
         ],
         "is_expired": memory.expires_at is not None and memory.expires_at <= timezone.now(),
-        "replaced": memory.supersedes.filter(user=request.user).order_by("-valid_to"),
+        "replaced": memory.supersedes.filter(user=subject_user(request)).order_by("-valid_to"),
         "sources": history.provenance(memory),
         "retrievals": history.retrievals(memory, request.GET.get("retrievals")),
     }
@@ -391,14 +441,15 @@ def memory_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
 # --- sessions ----------------------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    sessions = AgentSession.objects.for_user(request.user).order_by("-started_at", "key")
+    sessions = AgentSession.objects.for_user(subject_user(request)).order_by("-started_at", "key")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     # Count memories for this page's sessions only, with one grouped query on the (user, session) index.
     counts = dict(
-        Memory.objects.for_user(request.user)
+        Memory.objects.for_user(subject_user(request))
         .filter(session__in=[session.pk for session in page])
         .values_list("session")
         .annotate(n=Count("id"))
@@ -412,12 +463,13 @@ def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, template, {"page": page})
 
 
+@subject_view
 @login_required
 @require_GET
 def session_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
-    session = get_object_or_404(AgentSession.objects.for_user(request.user), pk=pk)
+    session = get_object_or_404(AgentSession.objects.for_user(subject_user(request)), pk=pk)
     memories = list(
-        Memory.objects.for_user(request.user)
+        Memory.objects.for_user(subject_user(request))
         .filter(session=session)
         .order_by("created_at", "id")[: TIMELINE_LIMIT + 1]
     )
@@ -455,10 +507,11 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return segments
 
 
+@subject_view
 @login_required
 @require_GET
 def review(request: AuthenticatedHttpRequest) -> HttpResponse:
-    proposals = Proposal.objects.filter(user=request.user).select_related("memory", "target")
+    proposals = Proposal.objects.filter(user=subject_user(request)).select_related("memory", "target")
     pending = list(proposals.filter(status=ProposalStatus.PENDING)[:200])
     for proposal in pending:
         # Only this page shows a diff, so it rides on the proposal to the template rather than on the model.
@@ -467,11 +520,12 @@ def review(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "memories/review.html", {"pending": pending, "decided": decided})
 
 
+@subject_view
 @login_required
 @require_POST
 def review_find(request: AuthenticatedHttpRequest) -> HttpResponse:
-    drafts = cleaning.propose(request.user)
-    queued = cleaning.queue(request.user, drafts)
+    drafts = cleaning.propose(subject_user(request))
+    queued = cleaning.queue(subject_user(request), drafts)
     messages.success(request, f"{len(drafts)} proposal(s) found, {len(queued)} new in the queue.")
     return redirect("memory_review")
 
@@ -495,17 +549,19 @@ def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str
     return True
 
 
+@subject_view
 @login_required
 @require_POST
 def review_decide(request: AuthenticatedHttpRequest, pk: int, decision: str) -> HttpResponse:
     if decision not in DECISIONS:
         raise Http404("No such decision.")
-    proposal = get_object_or_404(Proposal, pk=pk, user=request.user)
+    proposal = get_object_or_404(Proposal, pk=pk, user=subject_user(request))
     if _decide(request, proposal, decision):
         messages.success(request, f"Proposal {decision}d." if decision != "undo" else "Proposal undone.")
     return redirect("memory_review")
 
 
+@subject_view
 @login_required
 @require_POST
 def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -514,7 +570,7 @@ def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
     if decision not in ("approve", "reject") or not ids:
         messages.error(request, "Select proposals, then Approve or Reject.")
         return redirect("memory_review")
-    proposals = Proposal.objects.filter(user=request.user, pk__in=ids, status=ProposalStatus.PENDING)
+    proposals = Proposal.objects.filter(user=subject_user(request), pk__in=ids, status=ProposalStatus.PENDING)
     done = sum(_decide(request, proposal, decision) for proposal in proposals)
     messages.success(request, f"{done} proposal(s) {decision}d.")
     return redirect("memory_review")

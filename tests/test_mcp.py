@@ -263,3 +263,23 @@ def test_the_profile_resource_lists_people_and_conflicts(served):
     assert {"name": "Wendell", "relation": "landlord"}.items() <= next(
         person for person in profile["people"] if person["name"] == "Wendell"
     ).items()
+
+
+def test_memory_search_filters_by_tag_and_memories_record_they_came_through_mcp(served):
+    tagged = call(
+        served.mcp_url,
+        served.alice,
+        "memory_add",
+        {"content": "The quarterly report is due on Friday.", "memory_type": "semantic", "tags": ["finance"]},
+    )
+    assert tagged.is_error is False, tagged.content
+    plain = add_memory(served, served.alice, "The quarterly garden party is on Friday.")
+    both = found_ids(served, served.alice, "quarterly Friday")
+    assert tagged.structured_content["id"] in both and plain in both
+    result = call(
+        served.mcp_url, served.alice, "memory_search", {"query": "quarterly Friday", "tag": "finance"}
+    )
+    assert [hit["id"] for hit in result.structured_content["results"]] == [tagged.structured_content["id"]]
+    recent = read_resource(served.mcp_url, served.alice_read, "mnemo://memories/recent")
+    mine = next(memory for memory in recent if memory["id"] == plain)
+    assert (mine["origin"], mine["origin_key_name"]) == ("mcp", "tests")

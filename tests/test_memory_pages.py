@@ -284,14 +284,15 @@ def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_asser
     )
     seeded = time.monotonic()
 
-    # session, user, session keys, the total (one COUNT), the page, the rows' entity links
-    with django_assert_max_num_queries(6):
+    # session, user, the API keys (the key filter), session keys, the tags the tag field suggests, the total
+    # (one COUNT), the page, the rows' entity links
+    with django_assert_max_num_queries(8):
         first = logged_in.get(reverse("memory_list"))
     assert first.status_code == 200
     assert ">memory number 0<" in first.text and ">memory number 49<" in first.text
 
     deep = Memory.objects.get(content="memory number 90000")
-    with django_assert_max_num_queries(7):  # … plus one EXISTS for "← Newer"
+    with django_assert_max_num_queries(9):  # … plus one EXISTS for "← Newer"
         page = logged_in.get(reverse("memory_list") + f"?before={Cursor.of(deep)}")
     assert page.status_code == 200
     assert [m.content for m in page.context["page"].memories] == [
@@ -299,14 +300,14 @@ def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_asser
     ]
     assert "← Newer" in page.text and "Older →" in page.text
 
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):  # the table alone: no session keys or tag names
         typed = table(logged_in, f"?type=semantic&before={Cursor.of(deep)}")
     assert [m.content for m in typed.context["page"].memories][:2] == [
         "memory number 90002",
         "memory number 90006",
     ]
 
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         in_session = table(logged_in, "?session=big&min_importance=0.5")
     assert [m.content for m in in_session.context["page"].memories][:2] == [
         "memory number 50",
@@ -582,7 +583,10 @@ def test_detail_shows_everything_about_a_memory(logged_in, user):
     assert "&quot;nested&quot;: {\n    &quot;n&quot;: 1\n  }," in html
     assert "&quot;\\&quot;&lt;b&gt;\\&quot;&quot;" in html  # JSON of "<b>" in quotes, escaped for HTML
     assert "planning call" in html and "launch date agreed" in html
-    assert '<span class="tag">Alice</span>' in html and '<span class="tag">travel</span>' in html
+    assert '<span class="tag">Alice</span>' in html
+    assert (
+        '<a class="tag label" href="/memories/?tag=travel" title="Memories tagged travel">travel</a>' in html
+    )
     assert "<dt>Tokens</dt><dd>" in html
     assert '<span class="mirror-failed">failed</span>' in html
     assert "qdrant: connection refused" in html

@@ -1,8 +1,9 @@
 """The graph explorer: one page that draws the entity graph with cytoscape, and the endpoints it reads.
 
-Every query starts from request.user: another user's entity or relation id is a 404, never a leak. The JSON
-endpoints answer 401 instead of a login redirect, which a script fetching JSON could not follow usefully. The
-page never draws more than MAX_NODES entities; when a search matches more, the answer says so and how many.
+Every query starts from subject_user(request) (core.acting), and edits name request.user as their editor: another
+user's entity or relation id is a 404, never a leak. The JSON endpoints answer 401 instead of a login redirect,
+which a script fetching JSON could not follow usefully. The page never draws more than MAX_NODES entities; when a
+search matches more, the answer says so and how many.
 """
 
 import uuid
@@ -18,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
+from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
 from memories.entities import entity_key
 from memories.graph import service
@@ -97,12 +99,13 @@ def _cap_message(shown: int, total: int) -> str:
 # --- the page ----------------------------------------------------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def graph_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     selected_type, depth = request.GET.get("type", ""), request.GET.get("depth", "")
     context = {
-        "has_entities": Entity.objects.filter(user=request.user).exists(),
+        "has_entities": Entity.objects.filter(user=subject_user(request)).exists(),
         "types": EntityType.choices,
         "q": request.GET.get("q", ""),
         "selected_type": selected_type if selected_type in EntityType.values else "",
@@ -115,13 +118,14 @@ def graph_page(request: AuthenticatedHttpRequest) -> HttpResponse:
 # --- JSON for the canvas -------------------------------------------------------------------------------------
 
 
+@subject_view
 @_json_login_required
 @require_GET
 def graph_data(request: AuthenticatedHttpRequest) -> JsonResponse:
     """The most mentioned entities matching ?q= and ?type=, at most ?limit= (≤ MAX_NODES), and their relations."""
     limit = _int_param(request, "limit", default=MAX_NODES, low=1, high=MAX_NODES)
     filters: dict[str, Any] = {
-        "user": request.user,
+        "user": subject_user(request),
         "entity_type": _type_param(request),
         "query": request.GET.get("q", "").strip(),
     }
@@ -138,12 +142,12 @@ def graph_data(request: AuthenticatedHttpRequest) -> JsonResponse:
         # A name search draws its best matches with their neighbourhood at once, not lone nodes to click.
         seeds = entities[:SEARCH_SEEDS]
         neighbours = service.neighbours_of(
-            user=request.user, entities=seeds, depth=depth, limit=MAX_NODES - len(entities)
+            user=subject_user(request), entities=seeds, depth=depth, limit=MAX_NODES - len(entities)
         )
         neighbours = [(e, hops) for e, hops in neighbours if e not in entities]
         nodes += [_node(e, hops=hops, match=False) for e, hops in neighbours]
     relations = service.relations_among(
-        request.user, [*entities, *(e for e, _ in neighbours)], limit=MAX_EDGES
+        subject_user(request), [*entities, *(e for e, _ in neighbours)], limit=MAX_EDGES
     )
     return JsonResponse(
         {
@@ -159,13 +163,14 @@ def graph_data(request: AuthenticatedHttpRequest) -> JsonResponse:
     )
 
 
+@subject_view
 @_json_login_required
 @require_GET
 def entity_neighbors(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> JsonResponse:
     """Entities within ?depth= hops (1-3) of one entity, nearest first, and the relations among all of them."""
     depth = _int_param(request, "depth", default=1, low=1, high=MAX_DEPTH)
-    entity = get_object_or_404(Entity, pk=pk, user=request.user)
-    found = service.neighbourhood(user=request.user, entity=entity, depth=depth, limit=MAX_NODES)
+    entity = get_object_or_404(Entity, pk=pk, user=subject_user(request))
+    found = service.neighbourhood(user=subject_user(request), entity=entity, depth=depth, limit=MAX_NODES)
     return JsonResponse(
         {
             "center": _node(entity, hops=0),
@@ -181,20 +186,21 @@ def entity_neighbors(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> JsonRe
 # --- HTML for the side panel (htmx swaps it into #graph-panel) -------------------------------------------------
 
 
+@subject_view
 @login_required
 @require_GET
 def entity_memories(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
-    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    entity = get_object_or_404(Entity, pk=pk, user=subject_user(request))
     return render(request, f"{TEMPLATE}#entity-panel", _entity_panel(request, entity))
 
 
 def _entity_panel(request: AuthenticatedHttpRequest, entity: Entity, **extra) -> dict:
-    memories = Memory.objects.for_user(request.user).filter(entity_links__entity=entity).distinct()
+    memories = Memory.objects.for_user(subject_user(request)).filter(entity_links__entity=entity).distinct()
     return {
         "entity": entity,
         "memories": list(memories.order_by("-created_at", "-id")[:PANEL_MEMORIES]),
         "memory_total": memories.count(),
-        "relation_total": Relation.objects.filter(user=request.user)
+        "relation_total": Relation.objects.filter(user=subject_user(request))
         .filter(Q(source=entity) | Q(target=entity))
         .count(),
         "history": service.entity_history(entity=entity),
@@ -203,6 +209,7 @@ def _entity_panel(request: AuthenticatedHttpRequest, entity: Entity, **extra) ->
     }
 
 
+@subject_view
 @login_required
 @require_GET
 def relation_memories(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -210,11 +217,13 @@ def relation_memories(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpR
 
 
 def _relation(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> Relation:
-    return get_object_or_404(Relation.objects.select_related("source", "target"), pk=pk, user=request.user)
+    return get_object_or_404(
+        Relation.objects.select_related("source", "target"), pk=pk, user=subject_user(request)
+    )
 
 
 def _relation_panel(request: AuthenticatedHttpRequest, relation: Relation, **extra) -> dict:
-    mine = Memory.objects.for_user(request.user)
+    mine = Memory.objects.for_user(subject_user(request))
     evidence = mine.filter(pk=relation.evidence_id).first() if relation.evidence_id else None
     both = (
         mine.filter(entity_links__entity=relation.source_id)
@@ -258,11 +267,12 @@ def _refused(request: AuthenticatedHttpRequest, entity: Entity, error: str) -> H
     return redirect("graph")
 
 
+@subject_view
 @login_required
 @require_POST
 def entity_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Rename and retype an entity."""
-    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    entity = get_object_or_404(Entity, pk=pk, user=subject_user(request))
     try:
         service.entity_update(
             entity=entity,
@@ -280,7 +290,7 @@ def entity_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespons
 def _merge_target(request: AuthenticatedHttpRequest, entity: Entity) -> Entity | None:
     """The entity named in ?into= (its name, as the merge key compares them, or its id), of this user."""
     into = request.POST.get("into", "").strip()
-    mine = Entity.objects.filter(user=request.user)
+    mine = Entity.objects.filter(user=subject_user(request))
     try:
         by_id = mine.filter(pk=uuid.UUID(into)).first()
     except ValueError:
@@ -288,10 +298,11 @@ def _merge_target(request: AuthenticatedHttpRequest, entity: Entity) -> Entity |
     return by_id or mine.filter(key=entity_key(into)).first() if into else None
 
 
+@subject_view
 @login_required
 @require_POST
 def entity_merge(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
-    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    entity = get_object_or_404(Entity, pk=pk, user=subject_user(request))
     target = _merge_target(request, entity)
     if target is None:
         return _refused(
@@ -299,10 +310,12 @@ def entity_merge(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespon
         )
     source_id, source_name = str(entity.pk), entity.name
     try:
-        service.entity_merge(user=request.user, source=entity, target=target, editor=_editor(request))
+        service.entity_merge(
+            user=subject_user(request), source=entity, target=target, editor=_editor(request)
+        )
     except service.GraphRequestError as exc:
         return _refused(request, entity, str(exc))
-    found = service.neighbourhood(user=request.user, entity=target, depth=1, limit=MAX_NODES)
+    found = service.neighbourhood(user=subject_user(request), entity=target, depth=1, limit=MAX_NODES)
     change = {
         "action": "merge",
         "removed": source_id,
@@ -315,16 +328,18 @@ def entity_merge(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespon
     return _changed(request, response, change, f"Merged {source_name} into {target.name}.")
 
 
+@subject_view
 @login_required
 @require_POST
 def entity_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
-    entity = get_object_or_404(Entity, pk=pk, user=request.user)
+    entity = get_object_or_404(Entity, pk=pk, user=subject_user(request))
     entity_id, name = str(entity.pk), entity.name
     service.entity_delete(entity=entity, editor=_editor(request))
     response = render(request, f"{TEMPLATE}#deleted-panel", {"name": name, "kind": "entity"})
     return _changed(request, response, {"action": "delete", "removed": entity_id}, f"Deleted {name}.")
 
 
+@subject_view
 @login_required
 @require_POST
 def relation_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
@@ -356,6 +371,7 @@ def relation_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
     return _changed(request, response, {"action": "update-edge", "edge": _edge(relation)}, done)
 
 
+@subject_view
 @login_required
 @require_POST
 def relation_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:

@@ -22,10 +22,12 @@ def test_login_shows_the_dashboard(live_server, page: Page, django_user_model, c
 
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
-    # The fact shows in the profile panel and among the least retrieved (links) and the recent memories (a cell).
-    for panel in ("What Mnemo knows about you", "Least retrieved"):
-        section = page.get_by_role("region", name=panel)
-        expect(section.get_by_role("link", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
+    # The fact is about someone else: the profile panel lists 李四 among the people the user knows (not as a fact
+    # about the user); the fact itself shows among the least retrieved (a link) and the recent memories (a cell).
+    profile = page.get_by_role("region", name="What Mnemo knows about you")
+    expect(profile.get_by_role("link", name="李四", exact=True)).to_be_visible()
+    least = page.get_by_role("region", name="Least retrieved")
+    expect(least.get_by_role("link", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
     expect(page.get_by_role("cell", name="李四是前端工程师，擅长React和Vue.js开发")).to_be_visible()
     expect(page.get_by_role("navigation", name="Main").get_by_role("link")).to_have_count(9)
     expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Evaluation")).to_be_visible()
