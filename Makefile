@@ -78,7 +78,9 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports --no-logo
 	@# Not the data folder `make run` serves from (MNEMO_DATA_DIR, var/ by default): the tests make their own.
 	env -u MNEMO_DATA_DIR DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
-	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest
+	@# Line coverage of the apps ([tool.coverage] in pyproject.toml), held to per-module floors that only go up.
+	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest --cov --cov-report=json:.coverage.json --cov-report=
+	$(PY) scripts/coverage_floors.py .coverage.json
 
 # The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser or service to
 # start, so no apt packages either. `make test` runs every lane.
