@@ -11,7 +11,7 @@ PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: run test install lint lock bench clean apt-test-packages npm-available
+.PHONY: run test test-fast install lint lock bench clean apt-test-packages npm-available
 
 # Every Python package comes from a lock with sha256 hashes (`make lock` writes them from pyproject.toml), so a
 # fresh machine installs the very files this one did. pip and uv are locked too (requirements/tools.in).
@@ -77,9 +77,17 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 	@# Not the data folder `make run` serves from (MNEMO_DATA_DIR, var/ by default): the tests make their own.
 	env -u MNEMO_DATA_DIR DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
-	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest
+	@# Line coverage of the apps ([tool.coverage] in pyproject.toml), held to per-module floors that only go up.
+	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest --cov --cov-report=json:.coverage.json --cov-report=
+	$(PY) scripts/coverage_floors.py .coverage.json
+
+# The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser or service to
+# start, so no apt packages either. `make test` runs every lane.
+test-fast: $(VENV)/.installed-test
+	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check --fix .

@@ -224,6 +224,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Auth, sessions, security ---------------------------------------------------------------------------------
+# The login `make run` creates (manage.py setup_demo); without a password, one is generated and shown once.
+MNEMO_DEMO_USERNAME = env_str("MNEMO_DEMO_USERNAME") or "demo"
+MNEMO_DEMO_PASSWORD = env_str("MNEMO_DEMO_PASSWORD")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"

@@ -61,7 +61,8 @@ def _database() -> str:
 def _worker() -> str:
     if not dispatch.uses_celery():
         return dispatch.worker_description()
-    from config.celery import app
+    # The project's Celery app (config/celery.py, loaded with Django) is the current one: core imports no layer above.
+    from celery import current_app as app
 
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=3)

@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,53 @@ from tests.served import free_port
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run there without this.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+TESTS = Path(__file__).resolve().parent
+# The lanes (CONTRIBUTING.md): `make test` runs them all, `make test-fast` the unit lane (-m unit).
+PRODUCTION_FIXTURES = {"postgres", "redis_url", "neo4j_uri"}
+PRODUCTION_MARKS = ("production", "celery", "neo4j")
+
+
+def names_used(function) -> set[str]:
+    """The global names a function's code (its nested functions too) refers to."""
+    names: set[str] = set()
+    codes = [getattr(function, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is not None:
+            names.update(code.co_names)
+            codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+    return names
+
+
+def serves_mnemo(item: pytest.Item) -> bool:
+    """The test, or a fixture it uses, starts gunicorn as `make run` does (tests/served.py)."""
+    functions = [getattr(item, "function", None)]
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    if fixture_info is not None:
+        functions += [d.func for defs in fixture_info.name2fixturedefs.values() for d in defs]
+    return any("ServedInstance" in names_used(function) for function in functions)
+
+
+def lane(item: pytest.Item) -> str:
+    """The one lane a test runs in, from what it uses, so that a new test needs no marker to find its lane."""
+    path = Path(item.path)
+    if path.is_relative_to(TESTS / "browser"):
+        return "browser"
+    if path.name == "test_api_schema.py":
+        return "schemathesis"
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & PRODUCTION_FIXTURES or any(item.get_closest_marker(mark) for mark in PRODUCTION_MARKS):
+        return "production"
+    if serves_mnemo(item):
+        return "served"
+    return "unit"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(lane(item))
+
 
 CHROMIUM_ARGS = [
     "--headless",

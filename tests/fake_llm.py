@@ -24,6 +24,8 @@ class FakeLLM:
         self.requests: list[dict] = []
         self.malformed_sent = False
         self.streams_abandoned = 0  # streams whose reader (Mnemo) closed the connection before the end
+        self.abandoned = threading.Event()  # set when a stream is abandoned: wait on it rather than poll
+        self.chunks_sent = 0  # stream chunks written, over all requests
         # Replies to the memory-curation prompt (memories.curation), in order; {"decision": "add"} when empty.
         self.curation_replies: list[str] = []
         self.curation_prompts: list[str] = []
@@ -129,11 +131,13 @@ class FakeLLM:
                     for chunk in _chunks(reply):
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
+                        fake.chunks_sent += 1
                         if fake.mode == "drip":
                             time.sleep(0.3)
                     self.wfile.write(b"data: [DONE]\n\n")
                 except (BrokenPipeError, ConnectionResetError):
                     fake.streams_abandoned += 1
+                    fake.abandoned.set()
 
         return Handler
 

@@ -2,12 +2,11 @@
 
 import json
 import re
-import time
 
 import pytest
 
 from core.limits import MAX_CHAT_MESSAGE_CHARS, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_SHORT_TEXT_CHARS
-from memories.entities import extract
+from memories.entities import ENTITY_TEXT_LIMIT, extract
 from memories.models import AgentSession, ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db
@@ -165,14 +164,12 @@ def test_the_python_tools_refuse_the_same_values_with_a_reply(user):
 def test_a_search_query_over_its_cap_is_refused_quickly_on_every_route(api, logged_in):
     api("post", "/memories/", {"content": "Ana works at Acme", "memory_type": "semantic"})
     huge = "Ana works at Acme and " * 50_000  # ~1 MB: once held a worker past gunicorn's timeout
-    started = time.perf_counter()
     response = api("post", "/memories/search", {"query": huge})
     assert response.status_code == 422
     reply = api("post", "/tools/memory", {"action": "search", "query": huge}).json()
     assert reply["ok"] is False and f"{MAX_QUERY_CHARS}" in reply["text"]
     response = api("post", "/knowledge/search", {"query": huge})
     assert response.status_code == 422 and str(MAX_QUERY_CHARS) in response.content.decode()
-    assert time.perf_counter() - started < 5
     # At the cap a search still runs.
     assert api("post", "/memories/search", {"query": "Acme " * (MAX_QUERY_CHARS // 5)}).status_code == 200
 
@@ -181,10 +178,11 @@ def test_entity_extraction_reads_a_bounded_part_of_a_long_memory():
     english = "Alice works with Bob on Mnemo in Berlin and likes Python " * 1_700  # 100,000 characters
     chinese = "张三在北京工作李四是工程师" * 7_700
     for text in (english, chinese):
-        started = time.perf_counter()
         extraction = extract(text)
-        assert time.perf_counter() - started < 10
         assert extraction.mentions  # the opening is still read
+        # ... and nothing past it (the bound, not a stopwatch, keeps a long memory cheap)
+        assert extraction == extract(text[:ENTITY_TEXT_LIMIT])
+        assert extract(text[:ENTITY_TEXT_LIMIT] + " Zygmunt works with Quentin") == extraction
 
 
 def test_destructive_calls_need_an_explicit_body_and_run_nothing_without_one(api, user):

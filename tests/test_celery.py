@@ -77,6 +77,16 @@ def test_a_dispatched_task_runs_in_the_worker_process_not_here(celery_settings, 
     assert dispatch.worker_description().startswith("Celery via redis://127.0.0.1:")
 
 
+def test_health_pings_the_worker_through_the_project_celery_app(celery_settings, worker, monkeypatch):
+    """core.health finds the Celery app as the current one (core imports nothing of config)."""
+    from core import health
+
+    monkeypatch.setattr(health, "BUDGET_SECONDS", 30.0)  # the outcome, not the speed, of a loaded machine
+    check = next(check for check in health.run_checks() if check.concern == "worker")
+    assert (check.backend, check.ok) == ("celery", True), check.detail
+    assert check.detail.endswith(", 1 worker(s) answering")
+
+
 CREATE_PENDING_MEMORY = """
 from django.contrib.auth import get_user_model
 from memories.models import Memory

@@ -7,11 +7,9 @@ from memories.models import Memory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
-    settings, tmp_path, capsys, monkeypatch
-):
+def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(settings, tmp_path, capsys):
     settings.DATA_DIR = tmp_path
-    monkeypatch.delenv("MNEMO_DEMO_PASSWORD", raising=False)
+    settings.MNEMO_DEMO_PASSWORD = ""
     call_command("setup_demo")
     first = capsys.readouterr().out
     assert "Log in at http://127.0.0.1:8000 as demo / " in first
@@ -31,9 +29,10 @@ def test_setup_demo_creates_the_login_and_loads_the_tutorial_examples_once(
     assert Document.objects.count() == 3
 
 
-def test_setup_demo_takes_the_password_from_the_environment(settings, tmp_path, monkeypatch, client):
+def test_setup_demo_takes_the_login_from_the_settings(settings, tmp_path, client):
+    """MNEMO_DEMO_USERNAME and MNEMO_DEMO_PASSWORD, read from the environment by config/settings.py."""
     settings.DATA_DIR = tmp_path
-    monkeypatch.setenv("MNEMO_DEMO_USERNAME", "operator")
-    monkeypatch.setenv("MNEMO_DEMO_PASSWORD", "from-the-env-123")
+    settings.MNEMO_DEMO_USERNAME = "operator"
+    settings.MNEMO_DEMO_PASSWORD = "from-the-env-123"
     call_command("setup_demo")
     assert client.login(username="operator", password="from-the-env-123")

@@ -112,28 +112,31 @@ class TestNeo4jStore:
 
 @pytest.mark.django_db
 def test_with_neo4j_down_search_and_neighbours_answer_from_the_database_with_a_notice(
-    api, settings, user, dead_port
+    api, settings, user, dead_port, caplog
 ):
-    import time
-
     from core import stores
+
+    def fallbacks() -> int:
+        """Reads that tried the dead server and fell back (the breaker skips it afterwards, and logs nothing)."""
+        return sum("graph reads fall back to SQL" in record.getMessage() for record in caplog.records)
 
     for content in ("李四是前端工程师，擅长React", "张三在北京工作", "李四喜欢周末爬山"):
         api("post", "/memories/", {"content": content, "memory_type": "semantic"})
     settings.NEO4J_URI = f"bolt://127.0.0.1:{dead_port}"
     stores.reset(embeddings=False)
     try:
-        started = time.perf_counter()
-        response = api("post", "/memories/search", {"query": "李四擅长什么？"})
-        assert time.perf_counter() - started < 10  # the driver's 3 s timeouts, not minutes
+        with caplog.at_level("WARNING", logger="core.stores"):
+            response = api("post", "/memories/search", {"query": "李四擅长什么？"})
         assert response.status_code == 200
+        assert fallbacks() == 1 and stores.graph_breaker.remaining() > 0
         body = response.json()
         assert "graph server is unreachable" in body["notice"]
         assert any(hit["scores"]["graph"] > 0 for hit in body["results"])  # the links still count
-        started = time.perf_counter()
-        assert api("post", "/memories/search", {"query": "李四住哪？"}).status_code == 200
-        assert time.perf_counter() - started < 2  # the breaker: no second wait on the dead server
-        entity = Entity.objects.get(user=user, name="李四")
-        assert api("get", f"/entities/{entity.pk}/neighbors").status_code == 200
+        # The breaker: no second wait on the dead server (counted in tries, not timed).
+        with caplog.at_level("WARNING", logger="core.stores"):
+            assert api("post", "/memories/search", {"query": "李四住哪？"}).status_code == 200
+            entity = Entity.objects.get(user=user, name="李四")
+            assert api("get", f"/entities/{entity.pk}/neighbors").status_code == 200
+        assert fallbacks() == 1
     finally:
         stores.reset(embeddings=False)

@@ -310,7 +310,6 @@ def test_with_the_qdrant_server_hanging_only_the_first_request_waits(api, settin
     """A socket that accepts and never answers: the first call waits QDRANT_TIMEOUT, the rest do not try it again.
     The connections the socket received tell, where timings on a busy machine could not."""
     import socket
-    import time
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -331,11 +330,9 @@ def test_with_the_qdrant_server_hanging_only_the_first_request_waits(api, settin
     settings.QDRANT_TIMEOUT = 1
     stores.reset(embeddings=False)
     try:
-        timings, ids, connections = [], [], []
+        ids, connections = [], []
         for content in ("Ana works at Acme", "用户住在上海", "Kofi manages the data team"):
-            started = time.perf_counter()
             response = api("post", "/memories/", {"content": content, "memory_type": "semantic"})
-            timings.append(time.perf_counter() - started)
             connections.append(new_connections())
             assert response.status_code == 201
             ids.append(response.json()["id"])
@@ -346,7 +343,6 @@ def test_with_the_qdrant_server_hanging_only_the_first_request_waits(api, settin
             connection.close()
         settings.QDRANT_URL = ""
         stores.reset(embeddings=False)
-    assert timings[0] < 5
     assert connections[0] >= 1 and connections[1:] == [0, 0, 0], connections
     assert search.status_code == 200 and "unavailable" in search.json()["notice"]
     assert search.json()["results"][0]["id"] == ids[2]

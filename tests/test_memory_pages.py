@@ -1,6 +1,5 @@
 """The memory pages: browser (filters, search, keyset pages, inline edit, bulk forget), detail, sessions."""
 
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -264,7 +263,7 @@ def insert_memories(template: Memory, rows: list[dict]) -> None:
 
 
 def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_assert_max_num_queries):
-    started = time.monotonic()
+    """Cheap by the number of queries each page makes (the seconds are bench/console_pages.py's to measure)."""
     session = session_for_key(user=user, key="big")
     now = timezone.now()
     types = ["working", "episodic", "semantic", "perceptual"]
@@ -282,7 +281,6 @@ def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_asser
             for i in range(100_000)
         ],
     )
-    seeded = time.monotonic()
 
     # session, user, the API keys (the key filter), session keys, the tags the tag field suggests, the total
     # (one COUNT), the page, the rows' entity links
@@ -313,8 +311,6 @@ def test_pagination_stays_cheap_at_100000_memories(logged_in, user, django_asser
         "memory number 50",
         "memory number 60",
     ]
-    assert time.monotonic() - seeded < 5, "the pages took too long"
-    assert time.monotonic() - started < 60  # most of it the 100,000 rows of set-up
 
 
 # --- inline edit, archive, delete ------------------------------------------------------------------------------

@@ -1,17 +1,23 @@
 """The default graph store: the Entity and Relation tables are the graph, walked hop by hop in SQL."""
 
-from typing import cast
+from typing import ClassVar, cast
 
-from django.apps import apps
 from django.db import connection
-from django.db.models import ForeignKey
+from django.db.models import ForeignKey, Model
 
-from core.graphstore.base import EntityNode, GraphStore, Neighbor, RelationEdge, check_depth
+from core.graphstore.base import EntityNode, GraphStore, GraphStoreError, Neighbor, RelationEdge, check_depth
 from core.queries import uuid_text
 
 
 class SqlGraphStore(GraphStore):
     backend = "sql"
+    # core sits below the apps whose tables it reads and names none of them: the app that owns the relations hands
+    # its model over when it loads (memories' AppConfig.ready calls read_relations_from).
+    relation_model: ClassVar[type[Model] | None] = None
+
+    @classmethod
+    def read_relations_from(cls, model: type[Model]) -> None:
+        cls.relation_model = model
 
     # The tables are the source of truth, so there is nothing to mirror.
     def ensure_schema(self) -> None:
@@ -36,8 +42,9 @@ class SqlGraphStore(GraphStore):
         self, user_id: str, entity_ids: list[str], depth: int = 1, limit: int = 300
     ) -> list[Neighbor]:
         check_depth(depth)
-        # By the app registry, not an import: core sits below the apps whose tables it reads.
-        Relation = apps.get_model("memories", "Relation")
+        Relation = self.relation_model
+        if Relation is None:
+            raise GraphStoreError("the SQL graph has no relation table: no app called read_relations_from")
         quote = connection.ops.quote_name
         table = quote(Relation._meta.db_table)
         # The cast: get_field may also answer a reverse relation; these three are the model's foreign keys.

@@ -1,7 +1,6 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from config.env import env_str
 from console.demo import ensure_demo_user, load_demo_data
 
 
@@ -17,8 +16,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         url = options["url"]
-        username = env_str("MNEMO_DEMO_USERNAME", "demo")
-        user, generated = ensure_demo_user(username, env_str("MNEMO_DEMO_PASSWORD") or None)
+        username = settings.MNEMO_DEMO_USERNAME
+        user, generated = ensure_demo_user(username, settings.MNEMO_DEMO_PASSWORD or None)
         if load_demo_data(user):
             self.stdout.write("Loaded the demo data (张三/李四/王五 memories, three knowledge texts).")
         if generated:
