@@ -218,7 +218,9 @@ class RagToolIn(BaseModel):
     query: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
     question: Annotated[str, *text_rules(MAX_QUERY_CHARS)] | None = None
     limit: Whole | None = Field(None, ge=1, le=50)
-    min_score: Number | None = Field(None, ge=0.0, le=1.0)
+    min_score: Number | None = Field(
+        None, ge=0.0, le=100.0, description="Minimum fused score in σ (knowledge search)."
+    )
     enable_advanced_search: Flag | None = None
     max_chars: Whole | None = Field(None, ge=100, le=20000)
     include_citations: Flag | None = None

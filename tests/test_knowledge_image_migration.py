@@ -9,7 +9,8 @@ from knowledge.services import NO_TEXT_IN_IMAGE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("knowledge", "0003_chunk_curation")]
+# The migration's parent, beside the other branch of the graph (documents paused for disk space) it merges with.
+BEFORE = [("knowledge", "0003_chunk_curation"), ("knowledge", "0003_document_paused")]
 
 
 def _migrate(targets):

@@ -664,12 +664,12 @@ def test_search_with_htmx_returns_the_results_and_says_mqe_needs_an_llm(logged_i
 
 def test_an_invalid_search_is_422_with_the_reasons(logged_in, user):
     response = logged_in.get(
-        reverse("knowledge_search") + "?q=&limit=99&min_score=2", HTTP_HX_TARGET="search-results", **HTMX
+        reverse("knowledge_search") + "?q=&limit=99&min_score=200", HTTP_HX_TARGET="search-results", **HTMX
     )
     assert response.status_code == 422
     assert "Query: This field is required." in response.text
     assert "Results: Ensure this value is less than or equal to 50." in response.text
-    assert "Minimum fused score: Ensure this value is less than or equal to 1." in response.text
+    assert "Minimum fused score (σ): Ensure this value is less than or equal to 100." in response.text
 
 
 @pytest.mark.django_db(transaction=True)

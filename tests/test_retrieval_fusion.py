@@ -357,7 +357,10 @@ def test_the_score_explanations_are_written_from_the_configuration():
 
     changed = replace(RANKING, graph_weight=0.75, floor=1.25)
     assert "0.75 σ" in score_parts(changed)["graph"]
-    assert "under 1.25 σ nothing is returned" in score_parts(changed)["fused"]
+    assert (
+        "under 1.25 σ, or under every model's noise floor, nothing is returned"
+        in score_parts(changed)["fused"]
+    )
     assert score_parts(changed) != score_parts(RANKING)
 
 
