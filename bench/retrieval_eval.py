@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument(
         "--model-sets", default=",".join(MODEL_SETS), help="model sets to compare, comma-separated"
     )
+    parser.add_argument("--skip", default="", help="set names to leave out, comma-separated")
     parser.add_argument("--write", action="store_true", help="write the report even for a partial run")
     parser.add_argument("--json", type=Path, help="dump every figure as JSON here")
     parser.add_argument(
@@ -158,7 +159,7 @@ def main() -> None:
     names = None if args.sets is None else [n.strip() for n in args.sets.split(",")]
     selection = [] if args.locomo == "none" else parse_selection(args.locomo)
     sets, skipped = all_sets(names, selection)
-    sets = [es for es in sets if names is None or es.name in names]
+    sets = [es for es in sets if (names is None or es.name in names) and es.name not in args.skip.split(",")]
     sets = [es for es in sets if args.final or es.split == "dev"]
     started_at, t_start = datetime.now(UTC), time.perf_counter()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="mnemo-retrieval-eval-"))
