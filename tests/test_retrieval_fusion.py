@@ -286,6 +286,25 @@ def test_a_rare_word_shared_with_an_unrelated_text_does_not_outrank_a_twice_as_s
     assert evidence["paraphrase"].relevance > evidence["wrong"].relevance
 
 
+def test_the_nearest_text_is_not_returned_when_no_model_finds_it_over_its_noise_floor():
+    from core import hybrid
+    from core.ranking import RankingConfig
+
+    # Two texts about nothing the query asks: "a" stands 1 σ above "b" in both spaces, but neither model finds it
+    # near (MiniLM 0.21 under its floor 0.3, USE 0.12 under 0.2). A z-score alone would call it related.
+    config = RankingConfig(lexical_weight=0.0, floor=0.5, model_floors={"minilm": 0.3, "use": 0.2})
+    found = signals("zzqv", {"minilm": [("a", 0.21), ("b", 0.11)], "use": [("a", 0.12), ("b", 0.02)]})
+    evidence = hybrid.fuse([found], config).evidence
+    assert evidence["a"].relevance >= config.floor
+    assert not evidence["a"].over_noise and not evidence["a"].above_floor
+    # One model over its floor is enough: USE at 0.25 finds it near.
+    found = signals("zzqv", {"minilm": [("a", 0.21), ("b", 0.11)], "use": [("a", 0.25), ("b", 0.02)]})
+    assert hybrid.fuse([found], config).evidence["a"].above_floor
+    # A model with no floor given never vouches for a text alone; with no floors at all, every text is over noise.
+    assert not RankingConfig(model_floors={"use": 0.3}).over_noise({"minilm": 0.9, "use": 0.1})
+    assert RankingConfig().over_noise({"minilm": 0.01})
+
+
 def test_a_text_a_space_did_not_return_counts_at_that_spaces_last_hit():
     from core import hybrid
     from core.ranking import RankingConfig
