@@ -270,12 +270,8 @@ class Agent:
             min_importance=0.1,
             require_match=True,  # only memories above the search's relevance floor go into an answer
         )
-        found = [
-            hit
-            for hit in result.hits
-            if (hit.scores.get("fused", 0) > 0.2 or hit.scores.get("graph", 0) > 0)
-            and hit.memory.source_message_id != asked.pk
-        ]
+        # What is related enough is the search's to say (its floors, core.ranking), not a second threshold here.
+        found = [hit for hit in result.hits if hit.memory.source_message_id != asked.pk]
         # The facts stating what the question asks ("Where do I work?": the user's employer) lead, found or not:
         # the search ranks by words and meaning, and Marco's employer matches "work" as well as the user's.
         slot = asked_slot(text)

@@ -4,12 +4,13 @@ Django-free on purpose: settings build an :class:`EmbeddingSet` with :func:`buil
 (the Hello-Agents env names: EMBED_MODEL_TYPE, EMBED_MODEL_NAME, EMBED_API_KEY, EMBED_BASE_URL),
 and benchmarks and tests use this module without Django.
 
-No offline model serves every pair of languages (ARCHITECTURE.md): all-MiniLM-L6-v2 has an English-only
-vocabulary; multilingual-e5-small reads English and Chinese well but ranks a text in the query's language above a
-better answer in the other; multilingual USE bridges the languages but is weak on English dialogue. So the
-default "local" set stores all three vectors for every text and :meth:`EmbeddingSet.pair_weights` gives each
-query-text pair to the models that can read it. A Chinese query still finds English texts (and vice versa)
-through the "use" vector. bench/embedders.py and bench/retrieval_eval.py hold the measurements.
+No offline model serves every pair of languages: all-MiniLM-L6-v2 and bge-small-en read English only,
+bge-small-zh Chinese only, multilingual-e5-small reads both but ranks a text in the query's language above a
+better answer in the other, and multilingual USE bridges the languages but is weak on English dialogue. The
+default "local" set (MiniLM, USE, bge-small-zh, bge-small-en: chosen by bench/retrieval_eval.py as the best
+left-out quality within 15 ms of query CPU) stores every vector for every text, and
+:meth:`EmbeddingSet.readers` gives each query-text pair to the models that can read it. A Chinese query still
+finds English texts (and vice versa) through the "use" vector.
 
 Every embedder loads its weights lazily under a lock (importing this module is cheap), may be called
 from several threads at once, truncates over-long texts, and returns float32 rows of unit length.
@@ -697,8 +698,11 @@ def build_embedding_set(
         "bge_en": BgeSmallEnEmbedder,
     }
     if kind == "local":
+        # The set bench/retrieval_eval.py chose: the best left-out quality among the sets whose query
+        # embeddings cost at most 15 ms of CPU (bench/results/retrieval.md, model_costs.md).
         return EmbeddingSet(
-            [MiniLMEmbedder(), UniversalSentenceEncoder(), MultilingualE5Embedder()], label="local"
+            [MiniLMEmbedder(), UniversalSentenceEncoder(), BgeSmallZhEmbedder(), BgeSmallEnEmbedder()],
+            label="local",
         )
     if kind not in _REMOTE_TYPES:  # "e5", or local models joined by "+" such as "e5+use"
         return EmbeddingSet([local[part]() for part in kind.split("+")], label=kind)

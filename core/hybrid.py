@@ -303,7 +303,7 @@ def combine(scaled: Scaled, config: RankingConfig = RANKING) -> dict[str, Eviden
             round(item.coverage, 4),
             round(dense, 4),
             {name: round(similarity, 4) for name, similarity in item.similarities.items()},
-            over_noise and relevance >= config.floor,
+            over_noise and (config.floor is None or relevance >= config.floor),
             over_noise,
         )
     return evidence

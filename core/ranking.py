@@ -34,10 +34,12 @@ class RankingConfig:
     #: the closest text's (mean raw cosine of the models that read it): a rare word shared with an unrelated text
     #: must not outrank a paraphrase twice as similar.
     lexical_gate: float = 0.5
-    #: Fused relevance under which a candidate is not related, only nearest: it is not returned.
-    floor: float = 1.0
+    #: Fused relevance under which a candidate is not related, only nearest: it is not returned (None: no floor in
+    #: σ; the models' noise floors decide). On the development sets every σ floor that empties a no-answer
+    #: question also cuts more than 1 % of the answers (bench/results/retrieval.md, the no-answer curve).
+    floor: float | None = None
     #: σ added to a memory linked to an entity the query names (times hops and how specific the entity is).
-    graph_weight: float = 0.5
+    graph_weight: float = 1.0
     #: Graph score by hops from an entity the query names: the entity itself, its neighbours, theirs.
     graph_hops: tuple[float, ...] = (1.0, 0.6, 0.3)
     #: σ added to the newest memory (recency 1/(1 + days), Hello-Agents' decay for working memory).
@@ -53,7 +55,9 @@ class RankingConfig:
     #: candidates, so in a small store, or for a query about nothing stored, the nearest text always stands out;
     #: this says whether it is near at all. Each value is a quantile of the model's best cosine for questions
     #: whose answer is not stored, in the development sets (bench/retrieval_eval.py).
-    model_floors: dict[str, float] = field(default_factory=dict)
+    model_floors: dict[str, float] = field(
+        default_factory=lambda: {"bge_en": 0.4665, "bge_zh": 0.3989, "minilm": 0.1926, "use": 0.1668}
+    )
 
     def model_weight(self, name: str) -> float:
         return self.model_weights.get(name, 1.0)
@@ -74,11 +78,12 @@ class RankingConfig:
     def score_parts(self) -> dict[str, str]:
         """One line per score part, for the pages and the API docs, with this configuration's values."""
         hops = ", ".join(f"{value:g}" for value in self.graph_hops[1:])
+        under = f"under {self.floor:g} σ, or " if self.floor is not None else ""
         return {
             "score": "The ranking score: the fused relevance with the bonuses below (standard deviations, σ).",
             "fused": "How far the text stands above this query's other candidates, averaged over the models that "
-            f"read both languages, plus up to {self.lexical_weight:g} σ for the query's words (σ); under "
-            f"{self.floor:g} σ, or under every model's noise floor, nothing is returned.",
+            f"read both languages, plus up to {self.lexical_weight:g} σ for the query's words (σ); {under}"
+            "under every model's noise floor, nothing is returned.",
             "dense": "Similarity of meaning from the embedding models that read both texts' languages, in σ above "
             "this query's candidates.",
             "lexical": "Share of the query's words found in the text; rare words count more (0..1).",

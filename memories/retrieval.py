@@ -250,7 +250,7 @@ def _graph_reach(user: User, query: str) -> _GraphReach:
     )
 
 
-def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig) -> dict[str, float]:
+def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = RANKING) -> dict[str, float]:
     """Memories linked to the query's entities or to their neighbours within two hops.
 
     Only facts rank by their links alone (memories.scoring.rank); any other memory needs a relevance of its own, so of those

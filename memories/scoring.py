@@ -97,11 +97,13 @@ def rank(
         if found is None or not (text_match or found.over_noise):
             if require_match or linked <= 0 or candidate.memory_type != SEMANTIC:
                 continue
-            found = Evidence(relevance=config.floor)
+            found = Evidence(relevance=config.floor or 0.0)
         elif text_match:
             if found.relevance <= 0:
                 continue
-        elif found.relevance + (0.0 if require_match else config.graph_weight * linked) < config.floor:
+        elif config.floor is not None and (
+            found.relevance + (0.0 if require_match else config.graph_weight * linked) < config.floor
+        ):
             continue
         score, parts = shape(candidate, found.relevance, linked, now, config)
         ranked.append((score, memory_id, {**found.signal_parts(), "fused": found.relevance, **parts}))

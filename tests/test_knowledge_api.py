@@ -56,7 +56,7 @@ def test_upload_ingests_in_the_background_and_becomes_searchable(client, write_k
     ]
     assert results[0]["heading_path"] == "Mnemo guide > 检索"
     # MiniLM reads no Chinese, so a Chinese query is not embedded by it and it has no part here.
-    assert set(results[0]["scores"]) == {"dense", "lexical", "fused", "dense_use", "dense_e5"}
+    assert set(results[0]["scores"]) == {"dense", "lexical", "fused", "dense_use", "dense_bge_zh"}
 
 
 def test_wait_true_answers_when_searchable(client, write_key):
