@@ -34,7 +34,9 @@ def test_a_match_on_one_common_word_does_not_outrank_a_paraphrase(user):
     # "user" is in every memory, so it adds the same small part to each: the order is the models' order.
     hits = search_memories(user=user, query="How does the user get to work?").hits
     assert hits and len({hit.scores["lexical"] for hit in hits}) == 1 and hits[0].scores["lexical"] < 0.1
-    assert [hit.scores["dense"] for hit in hits] == sorted((hit.scores["dense"] for hit in hits), reverse=True)
+    assert [hit.scores["dense"] for hit in hits] == sorted(
+        (hit.scores["dense"] for hit in hits), reverse=True
+    )
 
 
 def test_a_common_chinese_word_does_not_outrank_a_paraphrase(user):
