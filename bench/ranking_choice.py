@@ -66,22 +66,29 @@ def forget_scaled() -> None:
     _SCALED.clear()
 
 
+def _scaled(item: Captured, config, models: Sequence[str] | None):
+    """The capture's scaling (core.hybrid.scale) for the spaces its query's script calls on among `models`,
+    computed once per capture, model set and the two numbers scaling reads."""
+    from core import hybrid, stores
+    from core.text import script_of
+
+    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
+    if key not in _SCALED:
+        reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
+        spaces = [name for name in reading if models is None or name in models]
+        _SCALED[key] = hybrid.scale(restrict(item.signals, spaces), config)
+    return _SCALED[key]
+
+
 def replay(kind: str, item: Captured, config, models: Sequence[str] | None = None) -> list[str]:
     """The point ids the product would return (best first, at most LIMIT) under `config`, with `models` (default:
     every model of the bench's set) as its embedding models. The scaling, which no weight changes, is computed
     once per capture and model set (core.hybrid.scale), then weighed by each configuration (core.hybrid.combine),
     as core.hybrid.fuse does."""
-    from core import hybrid, stores
-    from core.text import script_of
+    from core import hybrid
     from memories.scoring import rank
 
-    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
-    scaled = _SCALED.get(key)
-    if scaled is None:
-        reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
-        spaces = [name for name in reading if models is None or name in models]
-        scaled = _SCALED[key] = hybrid.scale(restrict(item.signals, spaces), config)
-    evidence = hybrid.combine(scaled, config)
+    evidence = hybrid.combine(_scaled(item, config, models), config)
     if kind == "knowledge":
         related = [(e.relevance, pid) for pid, e in evidence.items() if e.above_floor]
         return [pid for _, pid in sorted(related, key=lambda x: (-x[0], x[1]))[:LIMIT]]
@@ -205,18 +212,11 @@ class Returned:
 def free_replay(kind: str, item: Captured, config, models=None) -> list[Returned]:
     """What `config` returns with no floor and no noise floors (the top LIMIT), with each item's relevance and
     similarities: a floor only removes items, so every floor's outcome is a filter of this list."""
-    from core import hybrid, stores
-    from core.text import script_of
+    from core import hybrid
     from memories.scoring import rank
 
     free = replace(config, floor=-1e9, model_floors={})
-    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
-    scaled = _SCALED.get(key)
-    if scaled is None:
-        reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
-        spaces = [name for name in reading if models is None or name in models]
-        scaled = _SCALED[key] = hybrid.scale(restrict(item.signals, spaces), free)
-    evidence = hybrid.combine(scaled, free)
+    evidence = hybrid.combine(_scaled(item, free, models), free)
     if kind == "knowledge":
         ordered = sorted(evidence.items(), key=lambda pair: (-pair[1].relevance, pair[0]))[:LIMIT]
         return [Returned(pid, e.relevance, e.similarities, False) for pid, e in ordered]
