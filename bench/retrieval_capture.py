@@ -271,5 +271,6 @@ def _capture_questions(es: EvalSet, user, labels: dict, unit: Unit) -> list[Capt
 def _all_vectors(store, collection: str, ids: list[str], space: str) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {}
     for start in range(0, len(ids), 512):
-        found.update(store.dense_vectors(collection, ids[start : start + 512], using=space))
+        for hit in store.retrieve(collection, ids[start : start + 512], with_vectors=True):
+            found[hit.id] = hit.dense[space]
     return found

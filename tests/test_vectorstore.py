@@ -195,8 +195,9 @@ def test_retrieve_keeps_request_order_and_omits_missing(filled: VectorStore) -> 
     assert hits[0].payload["memory_type"] == "semantic"
 
 
-def test_dense_vectors_returns_each_stored_vector_and_omits_missing(filled: VectorStore) -> None:
-    vectors = filled.dense_vectors("memories", [C, str(uuid.uuid4()), A], using="dense")
+def test_retrieve_with_vectors_returns_each_stored_vector_and_omits_missing(filled: VectorStore) -> None:
+    hits = filled.retrieve("memories", [C, str(uuid.uuid4()), A], with_vectors=True)
+    vectors = {hit.id: hit.dense["dense"] for hit in hits}
 
     assert set(vectors) == {C, A}
     # Cosine collections store unit vectors: [1, 1, 0, 0] comes back normalised.

@@ -377,11 +377,6 @@ class VectorStore(ABC):
         """The collection's named dense vectors as it was built: name → (size, lower-case distance)."""
 
     @abstractmethod
-    def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
-        """The stored dense vector of space `using` for each of `ids` that exists (benchmarks compare every
-        point with a query: the plain-sum baseline of bench/retrieval_eval.py)."""
-
-    @abstractmethod
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
         """Every point id in the collection (matching `where`): for repairing drift against the database."""
 

@@ -513,16 +513,6 @@ class EdgeVectorStore(VectorStore):
         }
         return order_hits(point_ids, found)
 
-    def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
-        point_ids = [normalize_id(i) for i in ids]
-        if not point_ids:
-            return {}
-        with self._errors(collection, "retrieve vectors"), self._entry(collection).reading() as shard:
-            records = shard.retrieve(
-                cast("list[qe.PointId]", point_ids), with_payload=False, with_vector=True
-            )
-        return {normalize_id(r.id): list(cast("dict", r.vector)[using]) for r in records}
-
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
         entry = self._entry(collection)
         found: list[str] = []

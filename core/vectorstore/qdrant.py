@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any, cast
+from typing import Any
 
 import httpx
 from qdrant_client import QdrantClient
@@ -220,16 +220,6 @@ class QdrantServerStore(VectorStore):
             for r in records
         }
         return order_hits(point_ids, found)
-
-    def dense_vectors(self, collection: str, ids: Sequence[str], using: str) -> dict[str, list[float]]:
-        point_ids: list[Any] = [normalize_id(i) for i in ids]
-        if not point_ids:
-            return {}
-        with self._errors(collection):
-            records = self._client.retrieve(
-                self.name(collection), ids=point_ids, with_payload=False, with_vectors=[using]
-            )
-        return {normalize_id(r.id): list(cast("dict", r.vector)[using]) for r in records}
 
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
         found: list[str] = []
