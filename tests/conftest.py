@@ -8,12 +8,19 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from hypothesis import settings as hypothesis_settings
 
 from core.services import api_key_create
 from tests.served import free_port
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run there without this.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# The same examples on every run, so a run's outcome and its coverage (the floors `make test` checks) do not
+# depend on the draw; HYPOTHESIS_PROFILE=explore draws new ones when hunting for bugs.
+hypothesis_settings.register_profile("repeatable", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 TESTS = Path(__file__).resolve().parent
 # The lanes (CONTRIBUTING.md): `make test` runs them all, `make test-fast` the unit lane (-m unit).
