@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import models
+from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 from django.utils import timezone
 
 from core.models import MirroredModel, MirrorState
@@ -183,10 +184,14 @@ class MemoryQuerySet(models.QuerySet):
             memories = memories.filter(session=session)
         if session_key:
             memories = memories.filter(session__key=session_key)
+        # Importance is checked on each row, not as a range of the (user, -importance) index (hence the + 0):
+        # lists are newest first, and with that range the planner read and sorted half of 100,000 rows for one
+        # page (the browser's session + importance filter, 340 ms in bench/console_pages.py).
+        importance = models.F("importance") + 0.0
         if min_importance is not None:
-            memories = memories.filter(importance__gte=min_importance)
+            memories = memories.filter(GreaterThanOrEqual(importance, min_importance))
         if max_importance is not None:
-            memories = memories.filter(importance__lte=max_importance)
+            memories = memories.filter(LessThanOrEqual(importance, max_importance))
         if since:
             memories = memories.filter(created_at__gte=since)
         if until:
@@ -256,8 +261,11 @@ class Memory(MirroredModel):
         verbose_name_plural = "memories"
         indexes = [
             models.Index(fields=["user", "-created_at"], name="memory_user_created"),
-            # The browser's total and first pages: active (or archived) rows newest first, counted from the index.
-            models.Index(fields=["user", "archived_at", "-created_at"], name="memory_user_archived_created"),
+            # The browser's total and its pages: active (or archived) rows newest first, counted from the index; the
+            # id makes it the list's whole order, so a deep page (?page=1000) skips its rows in the index alone.
+            models.Index(
+                fields=["user", "archived_at", "-created_at", "-id"], name="memory_user_archived_order"
+            ),
             models.Index(fields=["user", "memory_type", "-created_at"], name="memory_user_type_created"),
             models.Index(fields=["user", "session", "-created_at"], name="memory_user_session_created"),
             models.Index(fields=["user", "-importance"], name="memory_user_importance"),
@@ -265,8 +273,14 @@ class Memory(MirroredModel):
             models.Index(fields=["user", "content_hash"], name="memory_user_content_hash"),
             # The dashboard's most and least retrieved memories, oldest (or newest) of equal counts first.
             models.Index(fields=["user", "access_count", "created_at"], name="memory_user_access_created"),
-            # The browser's source filter and the dashboard's count per source.
+            # The browser's source filter.
             models.Index(fields=["user", "origin", "-created_at"], name="memory_user_origin_created"),
+            # The dashboard's count per source and key, read from the index alone.
+            models.Index(fields=["user", "origin", "origin_key"], name="memory_user_origin_key"),
+            # The memories a fact replaced (its detail page): without it the planner walks the user's rows.
+            models.Index(fields=["superseded_by", "user"], name="memory_superseded_by_user"),
+            # On SQLite, memories.migrations.0013_console_page_indexes adds (user, tags) for the count per tag:
+            # not here, as a PostgreSQL B-tree entry holds at most ~2.7 KB and a memory's tags may be longer.
         ]
         constraints = [
             models.CheckConstraint(
