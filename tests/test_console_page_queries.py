@@ -161,3 +161,44 @@ def test_an_importance_filter_walks_the_date_order_instead_of_sorting_by_importa
     )
     assert "memory_user_importance" not in page_plan
     assert "TEMP B-TREE" not in page_plan
+
+
+def test_a_tag_filter_finds_exactly_the_memories_holding_the_tag(user):
+    lists = [
+        ["kiln"],
+        ["kiln-yard"],
+        ["Kiln"],
+        ["x", "kiln"],
+        ["Ölmühle"],
+        ['say "ho"'],
+        ["a/b"],
+        ['"kiln"'],
+        [],
+    ]
+    rows = Memory.objects.bulk_create(
+        Memory(user=user, content=f"row {i}", tags=tags) for i, tags in enumerate(lists)
+    )
+    owned = Memory.objects.filter(user=user)
+
+    def holding(tag: str) -> list[str]:
+        return sorted(m.content for m in owned.filtered(tag=tag))
+
+    assert holding("kiln") == ["row 0", "row 3"]
+    assert holding("Ölmühle") == ["row 4"]
+    assert holding('say "ho"') == ["row 5"]
+    assert holding("a/b") == ["row 6"]
+    assert holding('"kiln"') == ["row 7"]
+    assert holding("kil") == []
+    assert sorted(m.content for m in owned.exclude(tags__has_tag="kiln")) == [
+        f"row {i}" for i in (1, 2, 4, 5, 6, 7, 8)
+    ]
+    assert len(rows) == len(lists)
+
+
+@sqlite_only
+def test_a_plain_tag_is_looked_for_in_the_stored_text_before_the_list_is_read(user):
+    sql, params = Memory.objects.filter(user=user).filtered(tag="kiln").query.sql_with_params()
+    assert 'instr("memories_memory"."tags", %s) > 0 AND EXISTS' in sql
+    assert '"kiln"' in params
+    accented, _ = Memory.objects.filter(user=user).filtered(tag="Ölmühle").query.sql_with_params()
+    assert "instr" not in accented
