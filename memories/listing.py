@@ -56,16 +56,27 @@ def memory_page(memories: QuerySet, params: QueryDict) -> KeysetPage:
         page = keyset_page(memories, before=before, after=after, size=size)
         page.total = total
         return page
-    offset = (number - 1) * size
-    if offset <= total // 2:
-        rows = list(memories.order_by("-created_at", "-id")[offset : offset + size])
-    else:  # nearer the oldest end: read from there and turn the rows round
-        start = max(0, total - offset - size)
-        rows = list(memories.order_by("created_at", "id")[start : total - offset])[::-1]
+    rows = _offset_page(memories, offset=(number - 1) * size, size=size, total=total)
     num_pages = max(1, -(-total // size))
     older = Cursor.of(rows[-1]) if rows and number < num_pages else None
     newer = Cursor.of(rows[0]) if rows else None
     return KeysetPage(rows, older, newer, total=total, number=number, size=size)
+
+
+def _offset_page(memories: QuerySet, *, offset: int, size: int, total: int) -> list[Memory]:
+    """The `size` rows after the newest `offset`, newest first. The skipped rows are read as ids only, which the
+    (user, archived_at, -created_at, -id) index holds, so an unfiltered deep page reads no row it does not show
+    (page 1,000 of 100,000 memories: 50 rows instead of 50,000); the page's rows come by id after."""
+    if offset <= total // 2:
+        ids = list(
+            memories.order_by("-created_at", "-id").values_list("pk", flat=True)[offset : offset + size]
+        )
+    else:  # nearer the oldest end: read from there and turn the ids round
+        start = max(0, total - offset - size)
+        ids = list(memories.order_by("created_at", "id").values_list("pk", flat=True)[start : total - offset])
+        ids.reverse()
+    rows = memories.in_bulk(ids)
+    return [rows[pk] for pk in ids if pk in rows]
 
 
 def attach_entities(memories: Sequence[Memory]) -> None:
