@@ -251,7 +251,7 @@ def add(scores: Scores, question: Question, index: dict, ids: list[str]) -> None
 def evaluate(users: dict, conversations: list[Conversation], chunking: Chunking) -> None:
     from core import hybrid
     from knowledge import search
-    from knowledge.services import COLLECTION, chunk_store
+    from knowledge.mirror import COLLECTION, chunk_store
 
     bm25_cls, _ = bm25_class()
     for conv in conversations:

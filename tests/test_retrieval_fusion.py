@@ -7,9 +7,9 @@ import math
 from django.test import TestCase
 
 from core.text import lexical_terms, query_words
+from memories.actions.write import memory_create
 from memories.entities import name_keys
 from memories.retrieval import search_memories
-from memories.services import memory_create
 
 
 def add(user, *contents, memory_type="semantic"):
@@ -184,8 +184,9 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
 
     from core import hybrid
     from core.vectorstore import Point
+    from knowledge.mirror import COLLECTION, chunk_store
     from knowledge.models import Chunk
-    from knowledge.services import COLLECTION, chunk_store, document_create_from_text
+    from knowledge.services import document_create_from_text
     from memories import mirror
 
     [memory] = add(user, "The user works as a data engineer at Acme.")

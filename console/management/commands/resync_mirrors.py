@@ -8,9 +8,9 @@ from core.graphstore import GraphStoreError
 from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import VectorStoreError
+from knowledge.mirror import COLLECTION as CHUNK_COLLECTION
+from knowledge.mirror import chunk_store, sync_chunks
 from knowledge.models import Chunk
-from knowledge.services import COLLECTION as CHUNK_COLLECTION
-from knowledge.services import chunk_store, sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import Entity, Memory, Relation
