@@ -23,9 +23,10 @@ The vector store keeps, per point, its distinct term ids (payload TERMS, indexed
 """
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class Signals:
 
     query: str
     rankings: dict[str, Ranking]
-    payloads: dict[str, dict]
+    payloads: dict[str, dict[str, Any]]
     term_frequency: dict[str, int]
     total: int
 
@@ -146,7 +147,7 @@ def gather(
     # so a search waits for its slowest model (e5) instead of all three in turn.
     names = [*(embedding_set.spaces if spaces is None else spaces), *([LEXICAL] if sparse else [])]
     rankings: dict[str, Ranking] = {}
-    payloads: dict[str, dict] = {}
+    payloads: dict[str, dict[str, Any]] = {}
     for name, hits in zip(names, in_parallel(names, ranking), strict=True):
         rankings[name] = [(hit.id, hit.score) for hit in hits]
         payloads.update((hit.id, hit.payload) for hit in hits)
@@ -168,7 +169,7 @@ def signal_rankings(
 
 
 def points(
-    items: Sequence[tuple[str, str, dict]], vectors: Mapping[str, np.ndarray | Sequence[np.ndarray]]
+    items: Sequence[tuple[str, str, dict[str, Any]]], vectors: Mapping[str, np.ndarray | Sequence[np.ndarray]]
 ) -> list[Point]:
     """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`), the
     text's lexical sparse vector and the TERMS/CJK payload that fusion reads."""
@@ -187,7 +188,7 @@ def points(
     ]
 
 
-def coverage(signals: Signals, payload: dict) -> float:
+def coverage(signals: Signals, payload: dict[str, Any]) -> float:
     """Share of the query's IDF weight whose words the text contains."""
     held = set(payload.get(TERMS, ()))
     return sum(weight for term, weight in signals.word_weights.items() if term in held)
@@ -199,7 +200,7 @@ def _spread(scores: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
 
 
-def _z_scale(scores: Sequence[float]):
+def _z_scale(scores: Sequence[float]) -> Callable[[float], float]:
     """Maps a score to standard deviations above the mean of `scores` (0 when they do not spread)."""
     if not scores:
         return lambda score: 0.0
@@ -313,12 +314,14 @@ def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
     return combine(scale(signals, config), config)
 
 
-def _mean(values) -> float:
+def _mean(values: Iterable[float]) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
 
 
-def plain_sum(similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset]):
+def plain_sum(
+    similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset[str]]
+) -> np.ndarray:
     """The baseline a fused search must not lose to: for one query, the sum over the dense models that read the
     query's script of their cosines with every text, z-normalised over all the texts (population mean and
     standard deviation). `similarities[model][i]` is the model's cosine with text i; returns one score per text.
