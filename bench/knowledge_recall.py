@@ -189,10 +189,10 @@ def own_vector_store(data_dir: Path, chunking: Chunking) -> None:
     """
     from django.conf import settings
 
-    from core import stores
+    from core import hybrid, stores
 
     stores.reset(embeddings=False)
-    stores._ready_collections.clear()
+    hybrid._ready_collections.clear()
     settings.QDRANT_EDGE_PATH = data_dir / f"qdrant-edge-{chunking.namespace}"
 
 

@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from core import stores
 from core.parallel import in_parallel
@@ -43,7 +44,15 @@ from core.text import (
     sparse_query_vector,
     term_index,
 )
-from core.vectorstore import Hit, Point, SparseVector, VectorStore, Where
+from core.vectorstore import (
+    CollectionSpec,
+    Hit,
+    Point,
+    SparseVector,
+    VectorStore,
+    VectorStoreConfigError,
+    Where,
+)
 
 LEXICAL = "lexical"
 TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a keyword index)
@@ -341,3 +350,47 @@ def search(
     store: VectorStore, collection: str, *, query: str, where: Where, config: RankingConfig = RANKING
 ) -> Fused:
     return fuse([gather(store, collection, query=query, where=where, limit=config.candidates)], config)
+
+
+# --- the collection a hybrid search reads: a dense vector per embedder, the lexical sparse vector, TERMS ---
+
+_ready_collections: dict[str, object] = {}
+
+
+def collection_store(
+    name: str, *, keyword_fields: tuple[str, ...] = (), float_fields: tuple[str, ...] = ()
+) -> VectorStore:
+    """The vector store with collection `name` created for the configured embedders (checked once per store)."""
+    store = stores.vector_store()
+    if _ready_collections.get(name) is not store:
+        store.ensure_collection(collection_spec(name, keyword_fields, float_fields))
+        _ready_collections[name] = store
+    return store
+
+
+def rebuild_collection(name: str) -> None:
+    """Drop collection `name` so the next collection_store() creates it for the configured embedders. Dropped
+    even when the store no longer lists it: the embedded store may still hold files deleted under it open, and
+    would otherwise go on writing to them."""
+    stores.vector_store().drop_collection(name)
+    _ready_collections.pop(name, None)
+
+
+def collection_spec(
+    name: str, keyword_fields: tuple[str, ...], float_fields: tuple[str, ...]
+) -> CollectionSpec:
+    dense = dict(stores.embedding_set().dimensions)
+    size = settings.QDRANT_VECTOR_SIZE
+    if size and any(dimension != size for dimension in dense.values()):
+        raise VectorStoreConfigError(
+            f"QDRANT_VECTOR_SIZE={size} does not match the embedder's {dense} "
+            f"(EMBED_MODEL_TYPE={settings.EMBED_MODEL_TYPE}); unset QDRANT_VECTOR_SIZE or change the embedder."
+        )
+    return CollectionSpec(
+        name=name,
+        dense=dense,
+        sparse=(LEXICAL,),
+        distance=settings.QDRANT_DISTANCE,
+        keyword_fields=(*keyword_fields, TERMS),
+        float_fields=float_fields,
+    )

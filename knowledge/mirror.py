@@ -18,7 +18,7 @@ FLOAT_FIELDS = ("ordinal",)
 
 
 def chunk_store() -> VectorStore:
-    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
+    return hybrid.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
 def sync_chunks(chunk_ids: list[str]) -> None:

@@ -34,7 +34,7 @@ FLOAT_FIELDS = ("importance", "created_ts", "expires_ts")
 
 def memory_store() -> VectorStore:
     """The vector store with the memories collection created."""
-    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
+    return hybrid.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
 def mirrored_rows():
