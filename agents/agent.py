@@ -40,10 +40,7 @@ from core.models import ApiKey, PrivacySettings
 from core.tooling import ActionTool
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
-from memories.actions.access import record_access
-from memories.actions.forgetting import memories_consolidate
-from memories.actions.rules import MemoryRequestError
-from memories.actions.write import memory_write, memory_write_undo
+from memories.actions import access, forgetting, rules, write
 from memories.facts import SELF
 from memories.models import CHAT_ORIGIN, AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
 from memories.profile import Profile, answers_in_chinese, facts_stating, user_profile
@@ -200,7 +197,7 @@ class Agent:
                     message,
                     metadata={"origin": CHAT_ORIGIN},
                 )
-            except MemoryRequestError as exc:
+            except rules.MemoryRequestError as exc:
                 logger.info("turn not kept in working memory: %s", exc)
             if self.llm is None:
                 for statement in statements(text):
@@ -218,7 +215,7 @@ class Agent:
         message,
         metadata: dict | None = None,
     ) -> None:
-        written = memory_write(
+        written = write.memory_write(
             user=self.user,
             content=content,
             memory_type=memory_type,
@@ -257,7 +254,7 @@ class Agent:
             archived_at=None,
         ).count()
         if important >= CONSOLIDATE_AFTER:
-            memories_consolidate(user=self.user, session=self.session, importance_threshold=0.7)
+            forgetting.memories_consolidate(user=self.user, session=self.session, importance_threshold=0.7)
 
     # --- retrieval ----------------------------------------------------------------------------------------
 
@@ -284,7 +281,7 @@ class Agent:
         if (slot is not None and slot[0] == SELF) or FIRST_PERSON.search(text):
             rest = about_the_user_first(rest)
         hits = (lead + rest)[:CONTEXT_MEMORIES]
-        record_access(
+        access.record_access(
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in hits],
             query=text,
@@ -485,7 +482,7 @@ def undo_saved(*, user: User, message: ChatMessage, memory_id: str) -> bool:
     record = next((item for item in saved_records(message) if item["id"] == memory_id), None)
     if record is None:
         return False
-    return memory_write_undo(
+    return write.memory_write_undo(
         user=user,
         memory_id=memory_id,
         action=record["action"],
@@ -498,4 +495,4 @@ def session_end(*, user: User, session: AgentSession) -> int:
     """Close a session: its important working memories become episodic memories."""
     session.ended_at = timezone.now()
     session.save(update_fields=["ended_at"])
-    return len(memories_consolidate(user=user, session=session, importance_threshold=0.7))
+    return len(forgetting.memories_consolidate(user=user, session=session, importance_threshold=0.7))
