@@ -430,6 +430,18 @@ def test_edit_history_is_shown_on_the_detail_page(logged_in, user):
     assert '<span class="tag">page</span>' in html
 
 
+def test_an_edit_record_reads_as_field_old_new_rows_even_when_it_is_not_a_mapping():
+    from memories.history import change_rows
+
+    record = {"tags": [["rust"], ["rust", "go"]], "archived_at": [None, "2026-01-02T03:04:05+00:00"]}
+    assert change_rows(record) == [
+        ("archived_at", "—", "2026-01-02T03:04:05+00:00"),
+        ("tags", '["rust"]', '["rust", "go"]'),
+    ]
+    # A record written by hand or by an older version: shown as it is, never an error on the page.
+    assert change_rows("merged by an operator") == [("?", "—", "merged by an operator")]
+
+
 def test_delete_from_the_row_removes_it(logged_in, user):
     memory = memory_create(user=user, content="delete me", memory_type="semantic")
     response = logged_in.post(reverse("memory_delete", args=[memory.pk]), **row_htmx(memory))
