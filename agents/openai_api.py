@@ -27,7 +27,7 @@ from core.limits import (
     InputRejected,
     check_text,
 )
-from memories.services import session_for_key
+from memories.actions.rules import session_for_key
 
 MODEL_ID = "mnemo-agent"
 

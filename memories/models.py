@@ -2,6 +2,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -137,22 +138,22 @@ class HasTag(models.Lookup):
 class MemoryQuerySet(models.QuerySet):
     """The one vocabulary for "which memories": the API, the pages, the tools and retrieval all speak it."""
 
-    def for_user(self, user):
+    def for_user(self, user: Any) -> "MemoryQuerySet":
         return self.filter(user=user)
 
-    def listed(self, archived: bool = False):
+    def listed(self, archived: bool = False) -> "MemoryQuerySet":
         """What a list shows: the archived ones when asked, else the others (expired working memory too)."""
         return self.exclude(archived_at=None) if archived else self.filter(archived_at=None)
 
-    def active(self, now: datetime | None = None):
+    def active(self, now: datetime | None = None) -> "MemoryQuerySet":
         """Not archived and, for working memory, not past its TTL (superseded facts included)."""
         return self.filter(archived_at=None).exclude(expires_at__lte=now or timezone.now())
 
-    def current(self, now: datetime | None = None):
+    def current(self, now: datetime | None = None) -> "MemoryQuerySet":
         """Active and not superseded by a newer fact: what search, the chat and the profile read by default."""
         return self.active(now).filter(superseded_by=None)
 
-    def without_chat_copies(self):
+    def without_chat_copies(self) -> "MemoryQuerySet":
         """Leave out the working-memory copies of chat messages ("hi", "where do I work?"): the conversation's
         own context, not something another session or an API caller searches for."""
         # With has_key: a missing key compares as NULL, and NOT (working AND NULL) is NULL, which would leave out
@@ -178,7 +179,7 @@ class MemoryQuerySet(models.QuerySet):
         tag: str | None = None,
         origin: str | None = None,
         origin_key: int | None = None,
-    ):
+    ) -> "MemoryQuerySet":
         """The filters that lists and searches offer, each applied only when given."""
         memories = self
         if tag:
@@ -262,7 +263,7 @@ class Memory(MirroredModel):
     )
 
     objects = MemoryQuerySet.as_manager()
-    # Set by memories.services while it saves a memory that it mirrors itself; memories.signals reads it.
+    # Set by memories.mirror.save_mirrored while a write saves a memory it mirrors itself; memories.signals reads it.
     mirrored_by_service: bool
 
     class Meta:
