@@ -27,10 +27,21 @@ def test_make_run_serves_on_host_and_port(tmp_path):
     assert "exec .venv/bin/gunicorn -c config/gunicorn.conf.py --bind 127.0.0.2:8123" in lines
     assert any("Serving Mnemo at http://127.0.0.2:8123 " in line for line in lines)
     # The first run's login line names the same address (it said 127.0.0.1:8000 whatever the port).
-    assert ".venv/bin/python manage.py setup_demo --url http://127.0.0.2:8123" in lines
+    assert ".venv/bin/python manage.py setup_demo --skip-checks --url http://127.0.0.2:8123" in lines
     assert f"mkdir -p {tmp_path}" in lines
     # Management commands run without MNEMO_DATA_DIR find the folder this server uses (manage.py).
     assert f'echo "{tmp_path}" > .mnemo-data-dir' in lines
+
+
+def test_static_files_are_collected_again_only_when_a_source_changed(tmp_path):
+    collect = ".venv/bin/python manage.py collectstatic --no-input -v 0 --skip-checks"
+    assert collect in make_dry_run(f"MNEMO_DATA_DIR={tmp_path}")  # a fresh folder
+    stamp = tmp_path / "staticfiles" / ".collected"
+    stamp.parent.mkdir()
+    stamp.touch()  # newer than every source
+    assert collect not in make_dry_run(f"MNEMO_DATA_DIR={tmp_path}")
+    os.utime(stamp, (0, 0))  # older than the sources: a static file changed since
+    assert collect in make_dry_run(f"MNEMO_DATA_DIR={tmp_path}")
 
 
 def test_the_install_shows_a_line_per_package_and_fails_when_pip_fails(tmp_path):
