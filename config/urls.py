@@ -28,4 +28,5 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
 ]
