@@ -13,6 +13,7 @@ from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import portability
@@ -25,10 +26,10 @@ from core.services import api_key_create, api_key_revoke
 TEMPLATE = "console/settings.html"
 # (tab, URL name, label), in the order the tabs show.
 TABS = [
-    ("account", "settings", "Account"),
-    ("privacy", "privacy_settings", "Privacy"),
-    ("data", "data_settings", "Export and import"),
-    ("api-keys", "api_keys", "API keys"),
+    ("account", "settings", gettext_lazy("Account")),
+    ("privacy", "privacy_settings", gettext_lazy("Privacy")),
+    ("data", "data_settings", gettext_lazy("Export and import")),
+    ("api-keys", "api_keys", gettext_lazy("API keys")),
 ]
 
 

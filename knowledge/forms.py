@@ -92,7 +92,7 @@ class LibraryFilterForm(forms.Form):
     status = forms.ChoiceField(
         label=gettext_lazy("Status"),
         required=False,
-        choices=[("", gettext_lazy("all")), (ACTIVE, "in progress"), *DocumentStatus.choices],
+        choices=[("", gettext_lazy("all")), (ACTIVE, gettext_lazy("in progress")), *DocumentStatus.choices],
     )
 
     def __init__(self, *args, namespaces: list[str], **kwargs):
