@@ -9,6 +9,7 @@ from django.db.models import Count, Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -353,6 +354,7 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
 def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     memories = Memory.objects.for_user(subject_user(request))
     by_type = dict(memories.values_list("memory_type").annotate(n=Count("id")).order_by())
+    profile = user_profile(subject_user(request), per_group=5)
     context = {
         "memory_count": sum(by_type.values()),
         "by_type": by_type,
@@ -360,7 +362,9 @@ def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
         "document_count": Document.objects.for_user(subject_user(request)).count(),
         "session_count": AgentSession.objects.for_user(subject_user(request)).count(),
         "recent": memories.select_related("session")[:8],
-        "profile": user_profile(subject_user(request), per_group=5),
+        "profile": profile,
+        # The profile's headings and conflict lines are worded in the page's language (memories.profile).
+        "profile_outline": profile.outline(chinese=get_language() == "zh-hans"),
         "sources": facets.source_counts(subject_user(request)),
         "tags": facets.tag_counts(subject_user(request)),
         "top_tags": facets.TOP_TAGS,

@@ -164,6 +164,14 @@ def test_a_form_error_in_chinese(logged_in):
     assert "重要性上限低于下限。" in page.content.decode()
 
 
+def test_the_dashboards_profile_headings_follow_the_page_language(logged_in, user):
+    from memories.services import memory_create
+
+    memory_create(user=user, content="The user works at Acme as an engineer.", memory_type="semantic")
+    assert "<h3>Work</h3>" in logged_in.get("/").content.decode()
+    assert "<h3>工作</h3>" in logged_in.get("/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+
+
 def test_a_404_page_in_chinese(logged_in):
     page = logged_in.get("/no/such/page/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
     assert "页面不存在" in page
