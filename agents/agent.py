@@ -40,11 +40,12 @@ from core.models import ApiKey, PrivacySettings
 from core.tooling import ActionTool
 from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
-from memories import services as memory_services
-from memories.facts import SELF, statements
+from memories.actions import access, forgetting, rules, write
+from memories.facts import SELF
 from memories.models import CHAT_ORIGIN, AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
 from memories.profile import Profile, answers_in_chinese, facts_stating, user_profile
 from memories.retrieval import MemoryHit, search_memories
+from memories.statements import statements
 from memories.subjects import asked_slot
 from memories.tools import MemoryTool
 
@@ -201,7 +202,7 @@ class Agent:
                     message,
                     metadata={"origin": CHAT_ORIGIN},
                 )
-            except memory_services.MemoryRequestError as exc:
+            except rules.MemoryRequestError as exc:
                 logger.info("turn not kept in working memory: %s", exc)
             if self.llm is None:
                 for statement in statements(text):
@@ -219,7 +220,7 @@ class Agent:
         message,
         metadata: dict | None = None,
     ) -> None:
-        written = memory_services.memory_write(
+        written = write.memory_write(
             user=self.user,
             content=content,
             memory_type=memory_type,
@@ -258,9 +259,7 @@ class Agent:
             archived_at=None,
         ).count()
         if important >= CONSOLIDATE_AFTER:
-            memory_services.memories_consolidate(
-                user=self.user, session=self.session, importance_threshold=0.7
-            )
+            forgetting.memories_consolidate(user=self.user, session=self.session, importance_threshold=0.7)
 
     # --- retrieval ----------------------------------------------------------------------------------------
 
@@ -287,7 +286,7 @@ class Agent:
         if (slot is not None and slot[0] == SELF) or FIRST_PERSON.search(text):
             rest = about_the_user_first(rest)
         hits = (lead + rest)[:CONTEXT_MEMORIES]
-        memory_services.record_access(
+        access.record_access(
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in hits],
             query=text,
@@ -488,7 +487,7 @@ def undo_saved(*, user: User, message: ChatMessage, memory_id: str) -> bool:
     record = next((item for item in saved_records(message) if item["id"] == memory_id), None)
     if record is None:
         return False
-    return memory_services.memory_write_undo(
+    return write.memory_write_undo(
         user=user,
         memory_id=memory_id,
         action=record["action"],
@@ -501,4 +500,4 @@ def session_end(*, user: User, session: AgentSession) -> int:
     """Close a session: its important working memories become episodic memories."""
     session.ended_at = timezone.now()
     session.save(update_fields=["ended_at"])
-    return len(memory_services.memories_consolidate(user=user, session=session, importance_threshold=0.7))
+    return len(forgetting.memories_consolidate(user=user, session=session, importance_threshold=0.7))

@@ -28,7 +28,7 @@ from core.limits import (
     check_text,
 )
 from core.tooling import REPLY_LANGUAGES
-from memories.services import session_for_key
+from memories.actions.rules import session_for_key
 
 MODEL_ID = "mnemo-agent"
 

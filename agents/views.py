@@ -37,8 +37,8 @@ from agents.forms import MessageForm
 from core.pages import AuthenticatedHttpRequest
 from knowledge.models import Chunk
 from knowledge.views import chunk_url
+from memories.actions.rules import session_for_key
 from memories.models import AgentSession, ChatMessage, ChatRole, Memory
-from memories.services import session_for_key
 
 logger = logging.getLogger(__name__)
 

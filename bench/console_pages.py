@@ -175,8 +175,8 @@ def seed_users(count: int) -> None:
 def pages(seeded: dict) -> list[tuple[str, str]]:
     from django.urls import reverse
 
+    from memories.listing import Cursor
     from memories.models import Memory
-    from memories.views import Cursor
 
     user = seeded["user"]
     memories = Memory.objects.filter(user=user, archived_at=None)

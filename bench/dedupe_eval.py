@@ -82,15 +82,16 @@ def cross_language(row: dict) -> bool:
 def run_pairs(pairs: list[dict]) -> list[dict]:
     from django.contrib.auth.models import User
 
-    from memories import curation, services
+    from memories import curation
+    from memories.actions.write import _new_memory, memory_write
     from memories.models import MemoryType
 
     rows = []
     for index, pair in enumerate(pairs):
         user = User.objects.create(username=f"pair-{index}-{time.monotonic_ns()}")
-        existing = services.memory_write(user=user, content=pair["existing"], memory_type=MemoryType.SEMANTIC)
+        existing = memory_write(user=user, content=pair["existing"], memory_type=MemoryType.SEMANTIC)
         curator = curation.Curator(user)
-        probe = services._new_memory(
+        probe = _new_memory(
             user=user,
             content=pair["new"],
             memory_type=MemoryType.SEMANTIC,
@@ -103,7 +104,7 @@ def run_pairs(pairs: list[dict]) -> list[dict]:
         similarity = similar[0][1] if similar else 0.0
         compatible = curator._compatible(probe, existing.memory)
         evidence = curator.evidence(probe, existing.memory)
-        written = services.memory_write(user=user, content=pair["new"], memory_type=MemoryType.SEMANTIC)
+        written = memory_write(user=user, content=pair["new"], memory_type=MemoryType.SEMANTIC)
         row = {
             **pair,
             "action": written.action,
@@ -187,8 +188,8 @@ def throughput(total: int, batch: int = 1000) -> dict:
     from django.contrib.auth.models import User
 
     from core import stores
+    from memories.actions.write import NewMemory, memory_bulk_create
     from memories.models import Memory
-    from memories.services import NewMemory, memory_bulk_create
 
     texts = locomo_texts(total)
     users = {

@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/embedders.py   (no Django; about a minute on 2 cores)
 Prints Markdown tables and writes bench/results/embedders.md.
 
-Candidates: MiniLM int8 ONNX (core.embeddings.MiniLMEmbedder), the same MiniLM in fp32 numpy (the
+Candidates: MiniLM int8 ONNX (core.embedders.local.MiniLMEmbedder), the same MiniLM in fp32 numpy (the
 reference port from stack-on-these-machines.md, below), multilingual USE, and the default "local"
 EmbeddingSet (both vectors per text). Retrieval checks run over one mixed EN+ZH memory corpus,
 as a user with memories in both languages would have; the set ranks by weighted RRF (core.hybrid's
@@ -47,12 +47,11 @@ sys.path.insert(0, str(ROOT))
 
 from report import markdown  # noqa: E402
 
+from core.embedders.local import MiniLMEmbedder, UniversalSentenceEncoder  # noqa: E402
 from core.embeddings import (  # noqa: E402
     CJK_CUTOFF,
     ENGLISH_ONLY_WEIGHT,
     EmbeddingSet,
-    MiniLMEmbedder,
-    UniversalSentenceEncoder,
     build_embedding_set,
 )
 from core.text import count_tokens, script_of  # noqa: E402

@@ -57,7 +57,7 @@ def _type(name: str) -> str:
 
 def evaluate(sentences: list[dict]) -> dict:
     from memories.entities import entity_key, extract
-    from memories.services import typed_pairs
+    from memories.entity_links import typed_pairs
 
     counts = Counter()
     typed_ok = Counter()

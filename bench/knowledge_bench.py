@@ -888,15 +888,15 @@ class Ingested:
 
 
 def instrument_ingestion() -> None:
-    import knowledge.services as services
     from core.vectorstore.edge import EdgeVectorStore
+    from knowledge import ingest
 
-    services.convert_to_markdown = timed("convert", services.convert_to_markdown)
-    services.split_paragraphs = timed("chunk", services.split_paragraphs)
-    services.chunk_paragraphs = timed("chunk", services.chunk_paragraphs)
-    services._embed = timed("embed", services._embed)
-    services._store = timed("index", services._store)
-    services.sparse_document_vector = timed("index.sparse", services.sparse_document_vector)
+    ingest.convert_to_markdown = timed("convert", ingest.convert_to_markdown)
+    ingest.split_paragraphs = timed("chunk", ingest.split_paragraphs)
+    ingest.chunk_paragraphs = timed("chunk", ingest.chunk_paragraphs)
+    ingest._embed = timed("embed", ingest._embed)
+    ingest._store = timed("index", ingest._store)
+    ingest.sparse_document_vector = timed("index.sparse", ingest.sparse_document_vector)
     EdgeVectorStore.upsert = timed("index.upsert", EdgeVectorStore.upsert)
 
 
@@ -1087,16 +1087,16 @@ def queries_for(n: int) -> list[str]:
 
 
 def open_edge(path: Path):
-    """An Edge store at `path` with the chunks collection created exactly as knowledge.services.chunk_store does."""
+    """An Edge store at `path` with the chunks collection created exactly as knowledge.mirror.chunk_store does."""
     from core import stores
     from core.vectorstore.edge import EdgeVectorStore
-    from knowledge import services
+    from knowledge import mirror
 
     store = EdgeVectorStore(path)
     original = stores.vector_store
     stores.vector_store = lambda: store
     try:
-        services.chunk_store()  # ensure_collection with the real spec (dense sizes, sparse IDF, payload indexes)
+        mirror.chunk_store()  # ensure_collection with the real spec (dense sizes, sparse IDF, payload indexes)
     finally:
         stores.vector_store = original
     return store
@@ -1114,8 +1114,8 @@ def build_chunks(user, size: int, base: dict, targets: list, batch: int = 2000) 
     from core.models import MirrorState
     from core.text import sparse_document_vector
     from core.vectorstore import Point, SparseVector
+    from knowledge.mirror import COLLECTION, chunk_payload
     from knowledge.models import Chunk, Document, DocumentStatus
-    from knowledge.services import COLLECTION, chunk_payload
 
     texts, vectors = base["sentences"], base["vectors"]
     sigma = {name: np.sqrt((1 / 0.95**2 - 1) / m.shape[1]) for name, m in vectors.items()}
@@ -1285,7 +1285,7 @@ def query_embedding_threads(queries: list[str], discard: int) -> dict[str, list[
     import onnxruntime
 
     from core import stores
-    from core.embeddings import MiniLMEmbedder
+    from core.embedders.local import MiniLMEmbedder
 
     es = stores.embedding_set()
     app_minilm, use = es.spaces["minilm"], es.spaces["use"]
@@ -1424,7 +1424,7 @@ def sql_check(user, analyze: bool, samples: int = 9, n_ids: int = 100) -> dict:
 
 def run_search(args: argparse.Namespace, data_dir: Path) -> dict:
     from core import stores
-    from knowledge.services import COLLECTION
+    from knowledge.mirror import COLLECTION
 
     es = stores.embedding_set()
     gen = TextGen(424242)

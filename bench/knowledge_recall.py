@@ -189,10 +189,10 @@ def own_vector_store(data_dir: Path, chunking: Chunking) -> None:
     """
     from django.conf import settings
 
-    from core import stores
+    from core import hybrid, stores
 
     stores.reset(embeddings=False)
-    stores._ready_collections.clear()
+    hybrid._ready_collections.clear()
     settings.QDRANT_EDGE_PATH = data_dir / f"qdrant-edge-{chunking.namespace}"
 
 
@@ -251,7 +251,7 @@ def add(scores: Scores, question: Question, index: dict, ids: list[str]) -> None
 def evaluate(users: dict, conversations: list[Conversation], chunking: Chunking) -> None:
     from core import hybrid
     from knowledge import search
-    from knowledge.services import COLLECTION, chunk_store
+    from knowledge.mirror import COLLECTION, chunk_store
 
     bm25_cls, _ = bm25_class()
     for conv in conversations:

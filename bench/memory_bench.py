@@ -526,7 +526,7 @@ def run_locomo(args: argparse.Namespace) -> None:
     shutil.rmtree(data_dir, ignore_errors=True)
 
     print("Baselines: BM25 and MiniLM dense over the same turns …", flush=True)
-    from core.embeddings import MiniLMEmbedder
+    from core.embedders.local import MiniLMEmbedder
 
     bm25_cls, bm25_label = bm25_class()
     minilm = MiniLMEmbedder()
@@ -636,7 +636,7 @@ Versions: {versions(["rank_bm25"])}.
   session's date (`session_N_date_time`, read as UTC), `session_id` `session_N`, metadata `{{"dia_id": ...}}`.
   Every question of categories 1-4 is asked as `POST /api/v1/memories/search {{"query", "limit": 10}}`.
 - Baselines, same turns (same content strings) and questions, in the bench process: BM25 = {bm25_label} over
-  lower-cased `\\w+` tokens; MiniLM dense = `core.embeddings.MiniLMEmbedder` (the same int8 ONNX model Mnemo uses),
+  lower-cased `\\w+` tokens; MiniLM dense = `core.embedders.local.MiniLMEmbedder` (the same int8 ONNX model Mnemo uses),
   brute-force cosine.
 - Metrics: turn R@k = share of questions with any evidence turn in the top k; all-evidence R@10 = every evidence
   turn in the top 10; session R@10 = any evidence turn's session among the top 10's sessions.
@@ -1014,7 +1014,8 @@ def _split(args: argparse.Namespace) -> None:
     from django.contrib.auth import get_user_model
 
     from core import hybrid, stores
-    from memories import retrieval, services
+    from memories import retrieval
+    from memories.actions.access import record_access
     from memories.models import EditVia
 
     queries = json.loads(sys.stdin.read())
@@ -1064,7 +1065,7 @@ def _split(args: argparse.Namespace) -> None:
         result = retrieval.search_memories(user=user, query=query, limit=10)
         search_ms = (time.perf_counter() - began) * 1000
         access_began = time.perf_counter()
-        services.record_access(
+        record_access(
             user=user,
             memories=[(hit.memory, hit.score) for hit in result.hits],
             query=query,

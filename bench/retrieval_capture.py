@@ -65,7 +65,7 @@ def index_code() -> str:
     rounded, sparse terms, payload), the rows' payloads and the chunker. An index made otherwise is redone;
     query-time code (fusion, weights, floors) may change without that."""
     from core import hybrid, stores
-    from knowledge import services
+    from knowledge import mirror as chunk_mirror
     from memories import mirror
 
     probe = ["Ana's manager is Kofi Mensah; she flew to Lisbon in May.", "王芳对海鲜过敏，周末喜欢去爬山。"]
@@ -74,7 +74,7 @@ def index_code() -> str:
         repr((p.sparse, p.payload, {k: np.round(v, 3).tolist() for k, v in sorted(p.dense.items())}))
         for p in hybrid.points(items, stores.embedding_set().embed_documents(probe))
     ]
-    parts += [inspect.getsource(f) for f in (mirror.payload, services.chunk_payload)]
+    parts += [inspect.getsource(f) for f in (mirror.payload, chunk_mirror.chunk_payload)]
     parts += [
         p.read_text() for p in sorted((Path(__file__).parent.parent / "knowledge" / "pipeline").glob("*.py"))
     ]
@@ -117,9 +117,9 @@ def ingest_memories(data_dir: Path, unit: Unit, code: str) -> tuple[object, dict
     from django.utils.dateparse import parse_datetime
 
     from core.models import MirrorState
+    from memories.actions.write import NewMemory, memory_bulk_create
     from memories.mirror import sync_memories
     from memories.models import Memory
-    from memories.services import NewMemory, memory_bulk_create
 
     # An undated memory is dated at its first load: once such a working memory has expired, load it again.
     undated = {
@@ -221,12 +221,12 @@ def _capture_questions(es: EvalSet, user, labels: dict, unit: Unit) -> list[Capt
     from core import hybrid, stores
     from core.ranking import RANKING
     from core.text import script_of
-    from knowledge import services
+    from knowledge import mirror as chunk_mirror
     from knowledge.pipeline.convert import normalise_text
     from memories import mirror, retrieval
 
     if es.kind == "knowledge":
-        store, collection = services.chunk_store(), services.COLLECTION
+        store, collection = chunk_mirror.chunk_store(), chunk_mirror.COLLECTION
         where: dict = {"user_id": str(user.pk), "namespace": ["default"]}
     else:
         store, collection = mirror.memory_store(), mirror.COLLECTION

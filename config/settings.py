@@ -20,7 +20,8 @@ from config.env import (
     env_str,
     env_url,
 )
-from core.embeddings import EmbeddingError, check_model_type
+from core.embedders.base import EmbeddingError
+from core.embeddings import check_model_type
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -204,7 +205,7 @@ MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minim
 # Each vector mirror is compared with its rows this often; missing or damaged points are left for the sweeps
 # (core/mirrors.py): a vector store deleted or damaged under a running server mends itself.
 MNEMO_MIRROR_CHECK_SECONDS = env_float("MNEMO_MIRROR_CHECK_SECONDS", 600.0, minimum=10.0)
-# Documents a killed worker left half-ingested are looked for this often (knowledge.services.STALLED_AFTER).
+# Documents a killed worker left half-ingested are looked for this often (knowledge.ingest.STALLED_AFTER).
 MNEMO_RESUME_SWEEP_SECONDS = 60.0
 # SQLite's planner statistics are refreshed this often when a table's size has changed (core/planner_stats.py).
 MNEMO_PLANNER_STATS_SECONDS = 60.0

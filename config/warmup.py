@@ -38,7 +38,7 @@ def _language_tools() -> None:
 
 
 def _vector_collections() -> None:
-    from knowledge.services import chunk_store
+    from knowledge.mirror import chunk_store
     from memories.mirror import memory_store
 
     memory_store()

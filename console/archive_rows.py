@@ -1,7 +1,7 @@
 """The rules a row of an imported archive must pass before anything is written: those of the API, where the API
 writes that field, and what the database and every later read need everywhere else.
 
-A memory passes memories.services.memory_check (content, type, importance, tags and participants, metadata,
+A memory passes memories.actions.rules.memory_check (content, type, importance, tags and participants, metadata,
 dates), a session key and metadata the session service's rules. Every other field is checked by its kind: text
 within its column's length and free of what no backend stores (NUL, unpaired surrogates), numbers finite and
 within the column's range, dates within the years the database holds, choices among the model's choices, JSON
@@ -22,8 +22,8 @@ from console.archive import PortabilityError
 from core.errors import RequestRefused
 from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, check_json, check_text
 from core.schemas import EARLIEST_YEAR, LATEST_YEAR
+from memories.actions.rules import memory_check
 from memories.models import AgentSession, Memory
-from memories.services import memory_check
 
 # Text and JSON columns without a length of their own: what a row may hold (a document's Markdown is bounded by
 # the archive's row size only).

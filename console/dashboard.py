@@ -104,7 +104,7 @@ def stats(user: User, *, days: int = DAYS) -> dict:
 def resync_user(user_id: int) -> dict:
     """Mirror again every pending or failed row of one user; returns how many of each table were sent."""
     # Imported here: the knowledge and graph services pull in the stores, which a stats read never needs.
-    from knowledge.services import sync_chunks
+    from knowledge.mirror import sync_chunks
     from memories import mirror
     from memories.graph import mirror_entity, mirror_relation
 

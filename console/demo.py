@@ -8,8 +8,9 @@ from django.db import transaction
 
 from knowledge.models import Document
 from knowledge.services import document_create_from_text
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import Memory, MemoryType
-from memories.services import memory_create, session_for_key
 
 DEMO_MEMORIES = [
     ("用户张三是一名Python开发者，专注于机器学习和数据分析", MemoryType.SEMANTIC, 0.8),

@@ -25,8 +25,9 @@ from core.errors import RequestRefused
 from core.queries import owned_by_pk
 from core.vectorstore import VectorStoreError
 from knowledge import search as knowledge_search
+from knowledge.mirror import chunk_store
 from knowledge.models import Chunk
-from knowledge.services import KnowledgeError, check_namespace, chunk_store
+from knowledge.services import KnowledgeError, check_namespace
 from memories import mirror, retrieval
 from memories.models import Memory, MemoryType
 

@@ -42,8 +42,8 @@ from django.utils import timezone
 from console.archive import DATA, FILES, MANIFEST, ArchiveReader, PortabilityError, max_file_bytes
 from console.archive_rows import check_username, row_values
 from console.models import EvaluationRun, GoldenQuestion
+from knowledge.mirror import sync_chunks
 from knowledge.models import Chunk, ChunkEdit, Document
-from knowledge.services import sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import (

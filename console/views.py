@@ -353,7 +353,8 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_GET
 def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     memories = Memory.objects.for_user(subject_user(request))
-    by_type = dict(memories.values_list("memory_type").annotate(n=Count("id")).order_by())
+    # COUNT(*): the (user, memory_type, -created_at) index answers alone, where COUNT(id) reads every row.
+    by_type = dict(memories.values_list("memory_type").annotate(n=Count("*")).order_by())
     profile = user_profile(subject_user(request), per_group=5)
     context = {
         "memory_count": sum(by_type.values()),

@@ -23,11 +23,13 @@ The vector store keeps, per point, its distinct term ids (payload TERMS, indexed
 """
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from core import stores
 from core.parallel import in_parallel
@@ -42,7 +44,15 @@ from core.text import (
     sparse_query_vector,
     term_index,
 )
-from core.vectorstore import Hit, Point, SparseVector, VectorStore, Where
+from core.vectorstore import (
+    CollectionSpec,
+    Hit,
+    Point,
+    SparseVector,
+    VectorStore,
+    VectorStoreConfigError,
+    Where,
+)
 
 LEXICAL = "lexical"
 TERMS = "terms"  # payload: the text's distinct lexical term ids, as strings (a keyword index)
@@ -100,7 +110,7 @@ class Signals:
 
     query: str
     rankings: dict[str, Ranking]
-    payloads: dict[str, dict]
+    payloads: dict[str, dict[str, Any]]
     term_frequency: dict[str, int]
     total: int
 
@@ -146,7 +156,7 @@ def gather(
     # so a search waits for its slowest model (e5) instead of all three in turn.
     names = [*(embedding_set.spaces if spaces is None else spaces), *([LEXICAL] if sparse else [])]
     rankings: dict[str, Ranking] = {}
-    payloads: dict[str, dict] = {}
+    payloads: dict[str, dict[str, Any]] = {}
     for name, hits in zip(names, in_parallel(names, ranking), strict=True):
         rankings[name] = [(hit.id, hit.score) for hit in hits]
         payloads.update((hit.id, hit.payload) for hit in hits)
@@ -168,7 +178,7 @@ def signal_rankings(
 
 
 def points(
-    items: Sequence[tuple[str, str, dict]], vectors: Mapping[str, np.ndarray | Sequence[np.ndarray]]
+    items: Sequence[tuple[str, str, dict[str, Any]]], vectors: Mapping[str, np.ndarray | Sequence[np.ndarray]]
 ) -> list[Point]:
     """Points for (id, text, payload) items: each dense space's vector (row i of `vectors[space]`), the
     text's lexical sparse vector and the TERMS/CJK payload that fusion reads."""
@@ -187,7 +197,7 @@ def points(
     ]
 
 
-def coverage(signals: Signals, payload: dict) -> float:
+def coverage(signals: Signals, payload: dict[str, Any]) -> float:
     """Share of the query's IDF weight whose words the text contains."""
     held = set(payload.get(TERMS, ()))
     return sum(weight for term, weight in signals.word_weights.items() if term in held)
@@ -199,7 +209,7 @@ def _spread(scores: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
 
 
-def _z_scale(scores: Sequence[float]):
+def _z_scale(scores: Sequence[float]) -> Callable[[float], float]:
     """Maps a score to standard deviations above the mean of `scores` (0 when they do not spread)."""
     if not scores:
         return lambda score: 0.0
@@ -313,12 +323,14 @@ def _fuse_run(signals: Signals, config: RankingConfig) -> dict[str, Evidence]:
     return combine(scale(signals, config), config)
 
 
-def _mean(values) -> float:
+def _mean(values: Iterable[float]) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
 
 
-def plain_sum(similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset]):
+def plain_sum(
+    similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset[str]]
+) -> np.ndarray:
     """The baseline a fused search must not lose to: for one query, the sum over the dense models that read the
     query's script of their cosines with every text, z-normalised over all the texts (population mean and
     standard deviation). `similarities[model][i]` is the model's cosine with text i; returns one score per text.
@@ -338,3 +350,47 @@ def search(
     store: VectorStore, collection: str, *, query: str, where: Where, config: RankingConfig = RANKING
 ) -> Fused:
     return fuse([gather(store, collection, query=query, where=where, limit=config.candidates)], config)
+
+
+# --- the collection a hybrid search reads: a dense vector per embedder, the lexical sparse vector, TERMS ---
+
+_ready_collections: dict[str, object] = {}
+
+
+def collection_store(
+    name: str, *, keyword_fields: tuple[str, ...] = (), float_fields: tuple[str, ...] = ()
+) -> VectorStore:
+    """The vector store with collection `name` created for the configured embedders (checked once per store)."""
+    store = stores.vector_store()
+    if _ready_collections.get(name) is not store:
+        store.ensure_collection(collection_spec(name, keyword_fields, float_fields))
+        _ready_collections[name] = store
+    return store
+
+
+def rebuild_collection(name: str) -> None:
+    """Drop collection `name` so the next collection_store() creates it for the configured embedders. Dropped
+    even when the store no longer lists it: the embedded store may still hold files deleted under it open, and
+    would otherwise go on writing to them."""
+    stores.vector_store().drop_collection(name)
+    _ready_collections.pop(name, None)
+
+
+def collection_spec(
+    name: str, keyword_fields: tuple[str, ...], float_fields: tuple[str, ...]
+) -> CollectionSpec:
+    dense = dict(stores.embedding_set().dimensions)
+    size = settings.QDRANT_VECTOR_SIZE
+    if size and any(dimension != size for dimension in dense.values()):
+        raise VectorStoreConfigError(
+            f"QDRANT_VECTOR_SIZE={size} does not match the embedder's {dense} "
+            f"(EMBED_MODEL_TYPE={settings.EMBED_MODEL_TYPE}); unset QDRANT_VECTOR_SIZE or change the embedder."
+        )
+    return CollectionSpec(
+        name=name,
+        dense=dense,
+        sparse=(LEXICAL,),
+        distance=settings.QDRANT_DISTANCE,
+        keyword_fields=(*keyword_fields, TERMS),
+        float_fields=float_fields,
+    )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 
-from core import stores
+from core import hybrid, stores
 from core.text import without_paths
 from core.vectorstore import VectorStoreDamaged, VectorStoreError, damage
 
@@ -138,7 +138,7 @@ def check(mirror: VectorMirror) -> Drift:
         return drift
     try:
         if drift.absent:  # deleted: forget the handles onto it, so that it is created again
-            stores.rebuild_collection(mirror.collection)
+            hybrid.rebuild_collection(mirror.collection)
         stored = set(mirror.store().ids(mirror.collection))
     except VectorStoreError as exc:
         drift.error = without_paths(str(exc))
@@ -163,7 +163,7 @@ def rebuild(mirror: VectorMirror, drift: Drift) -> Drift:
     """Drop a collection whose files cannot be read and mark every row it mirrors pending (the sweeps, or
     `resync_mirrors`, write them again)."""
     logger.error("mirror check: %s; rebuilding it from the database", drift.describe())
-    stores.rebuild_collection(mirror.collection)
+    hybrid.rebuild_collection(mirror.collection)
     mirror.store()  # created again, empty
     rows = [str(pk) for pk in mirror.mirrored_rows().values_list("pk", flat=True)]
     for start in range(0, len(rows), 1000):

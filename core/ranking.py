@@ -13,6 +13,7 @@ standard deviations ("σ"). A relevance of 2 means: two standard deviations abov
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class RankingConfig:
         floors = {name: self.model_floors[name] for name in similarities if name in self.model_floors}
         return not floors or any(similarities[name] >= floor for name, floor in floors.items())
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """Every value, for the evaluation page's settings snapshot (a change shows as a settings change)."""
         values = asdict(self)
         values["graph_hops"] = list(self.graph_hops)

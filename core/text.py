@@ -92,6 +92,9 @@ def count_tokens(text: str) -> int:
 
 # A run of CJK characters: a stretch of text with no spaces between its words.
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# The letters of the Latin script, accented ones too (Latin-1, Extended-A/B, Extended Additional), for a regex
+# character class: a name is "Kraków" or "Nguyễn", not "Krak" or "Nguy".
+LATIN_LETTERS = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
 _LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _ENGLISH_STOPWORDS = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its me my of on or our she so that the "

@@ -1,14 +1,69 @@
-"""The chunks' vector mirror as the mirror checks see it (core.mirrors): which rows must have a point, how to
-write them again, and how many of a user's passages a search would miss."""
+"""The chunks' vector mirror: their collection and payload, writing chunks again by re-reading their rows, and,
+for the mirror checks (core.mirrors), which rows must have a point and how many of a user's passages a search
+would miss. Ingestion (knowledge.ingest) writes a document's points together with its rows."""
 
 from datetime import timedelta
 
 from django.utils import timezone
 
+from core import hybrid, stores
 from core.models import MirrorState
+from core.text import without_paths
 from core.vectorstore import VectorStore, VectorStoreError
-from knowledge.models import Chunk
-from knowledge.services import COLLECTION, chunk_store, sync_chunks
+from knowledge.models import Chunk, DocumentStatus
+
+COLLECTION = "chunks"
+KEYWORD_FIELDS = ("user_id", "namespace", "document_id")
+FLOAT_FIELDS = ("ordinal",)
+
+
+def chunk_store() -> VectorStore:
+    return hybrid.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
+
+
+def sync_chunks(chunk_ids: list[str]) -> None:
+    """Mirror chunks by re-reading their rows (edits on the page, the API or the admin); chunks that are gone or
+    disabled lose their points.
+
+    On a failure the chunks still there are marked failed with the reason, for the sweep, and the error is raised
+    for the task to retry."""
+    rows = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
+    live_ids = [chunk.pk for chunk in rows]
+    chunks = [chunk for chunk in rows if chunk.enabled]
+    try:
+        store = chunk_store()
+        gone = set(map(str, chunk_ids)) - {str(chunk.pk) for chunk in chunks}
+        if gone:
+            store.delete(COLLECTION, sorted(gone))
+        if chunks:
+            vectors = stores.embedding_set().embed_documents([chunk.text for chunk in chunks])
+            points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
+            store.upsert(COLLECTION, points)
+    except Exception as exc:
+        error = without_paths(str(exc) or exc.__class__.__name__)[:2000]
+        Chunk.objects.filter(pk__in=live_ids).update(mirror_state=MirrorState.FAILED, mirror_error=error)
+        raise
+    Chunk.objects.filter(pk__in=live_ids).update(
+        mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
+    )
+
+
+def unsynced_chunk_ids(limit: int) -> list[str]:
+    """Chunks of ready documents whose last mirror write failed or never happened."""
+    unsynced = Chunk.objects.filter(document__status=DocumentStatus.READY).exclude(
+        mirror_state=MirrorState.SYNCED
+    )
+    return [str(pk) for pk in unsynced.values_list("pk", flat=True)[:limit]]
+
+
+def chunk_payload(chunk: Chunk) -> dict:
+    return {
+        "user_id": str(chunk.user_id),
+        "namespace": chunk.namespace,
+        "document_id": str(chunk.document_id),
+        "ordinal": float(chunk.ordinal),
+    }
+
 
 # A point written since the store's last count may not be counted yet (VectorStore.COUNT_MAX_AGE).
 COUNTED_AFTER = timedelta(seconds=VectorStore.COUNT_MAX_AGE)

@@ -20,10 +20,10 @@ from core.llm import Budget, LLMError, get_llm
 from core.ranking import RANKING, RankingConfig
 from core.text import lexical_terms, without_paths
 from core.vectorstore import VectorStoreError
-from knowledge.mirror import missing_points
+from knowledge.mirror import COLLECTION, chunk_store, missing_points
 from knowledge.models import Chunk, DocumentStatus
 from knowledge.pipeline.convert import normalise_text
-from knowledge.services import COLLECTION, check_namespace, chunk_store
+from knowledge.services import check_namespace
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import re
 from functools import lru_cache
 
 from core import gazetteer
-from core.text import CJK_RUN, normalise
+from core.text import CJK_RUN, LATIN_LETTERS, normalise
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'.+#-]*")
+_LATIN_WORD = re.compile(rf"[{LATIN_LETTERS}][{LATIN_LETTERS}0-9'.+#-]*")
 _ZH_NAME_TAGS = ("nr", "nrfg", "nrt", "ns", "nt", "nz")
 _NOT_NAMES = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
 
@@ -136,8 +136,9 @@ def _chinese_names(text: str) -> list[tuple[int, str]]:
 def covered(anchor: str, text: str) -> bool:
     """Whether `text` states `anchor`: the same word or number, or a name of the same place."""
     folded = normalise(text).casefold()
-    if anchor.isascii():
-        if re.search(rf"(?<![a-z0-9]){re.escape(anchor)}(?![a-z0-9])", folded):
+    if not has_cjk(anchor):
+        # A whole word or number: "1" is not in "1001", nor "tromsø" in "tromsøya"; a CJK neighbour is a boundary
+        if re.search(rf"(?<![{LATIN_LETTERS}0-9]){re.escape(anchor)}(?![{LATIN_LETTERS}0-9])", folded):
             return True
     elif anchor in folded:
         return True

@@ -17,7 +17,12 @@ from core.auth import API_AUTH, WRITE_AUTH, ApiRequest, require_write
 from core.models import ApiKey
 from core.pagination import BoundedLimitOffset
 from core.tooling import ToolOut, ToolRefusalOut
-from memories import cleaning, services
+from memories import cleaning
+from memories.actions.access import record_access
+from memories.actions.edit import memory_archive, memory_reinstate, memory_update
+from memories.actions.forgetting import memories_consolidate, memories_delete, memories_forget
+from memories.actions.rules import PERCEPTUAL_MODALITIES, session_for_key
+from memories.actions.write import NewMemory, Written, memory_bulk_create, memory_create, memory_write
 from memories.graph.api import router as graph_router
 from memories.models import AgentSession, EditVia, Memory, Proposal
 from memories.profile import user_profile
@@ -69,11 +74,11 @@ def _session(request: HttpRequest, key: str | None, *, create: bool) -> AgentSes
     if not key:
         return None
     if create:
-        return services.session_for_key(user=_owner(request), key=key)
+        return session_for_key(user=_owner(request), key=key)
     return get_object_or_404(AgentSession, user=_owner(request), key=key)
 
 
-def _written(written: services.Written) -> dict[str, Any]:
+def _written(written: Written) -> dict[str, Any]:
     return {
         "action": written.action,
         "reason": written.reason,
@@ -97,9 +102,7 @@ def create_memory(request: HttpRequest, payload: MemoryIn):
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     data = payload.dict()
     session = _session(request, data.pop("session_id"), create=True)
-    written = services.memory_write(
-        user=_owner(request), session=session, via=EditVia.API, api_key=api_key, **data
-    )
+    written = memory_write(user=_owner(request), session=session, via=EditVia.API, api_key=api_key, **data)
     cast(Any, written.memory).write = _written(
         written
     )  # an annotation for WrittenMemoryOut, as a queryset's would be
@@ -114,7 +117,7 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
     single add is, also against the items before it."""
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     items = [
-        services.NewMemory(
+        NewMemory(
             content=item.content,
             memory_type=item.memory_type,
             importance=item.importance,
@@ -128,11 +131,11 @@ def bulk_create_memories(request: HttpRequest, payload: BulkIn):
         )
         for item in payload.items
     ]
-    written = services.memory_bulk_create(user=_owner(request), items=items, via=EditVia.API, api_key=api_key)
+    written = memory_bulk_create(user=_owner(request), items=items, via=EditVia.API, api_key=api_key)
     return Status(201, {"ids": [w.memory.pk for w in written], "actions": [w.action for w in written]})
 
 
-PERCEPTUAL_MODALITIES = services.PERCEPTUAL_MODALITIES
+PERCEPTUAL_MODALITIES = PERCEPTUAL_MODALITIES
 
 
 @router.post(
@@ -161,7 +164,7 @@ def create_perceptual_memory(
     modality = next(
         (name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)), "text"
     )
-    memory = services.memory_create(
+    memory = memory_create(
         user=_owner(request),
         content=content.strip() or f"[{modality}] {file.name}",
         memory_type="perceptual",
@@ -237,9 +240,9 @@ def update_memory(request: HttpRequest, memory_id: UUID, payload: MemoryPatch):
     archived = changes.pop("archived", None)
     changes = {field: value for field, value in changes.items() if value is not None}
     if changes:
-        memory = services.memory_update(memory=memory, via=EditVia.API, api_key=api_key, **changes)
+        memory = memory_update(memory=memory, via=EditVia.API, api_key=api_key, **changes)
     if archived is not None:
-        memory = services.memory_archive(memory=memory, via=EditVia.API, api_key=api_key, archived=archived)
+        memory = memory_archive(memory=memory, via=EditVia.API, api_key=api_key, archived=archived)
     return _memory(request, memory_id)
 
 
@@ -255,14 +258,14 @@ def reinstate_memory(request: HttpRequest, memory_id: UUID):
     memory = _memory(request, memory_id)
     if memory.superseded_by_id is None:
         raise HttpError(409, "this memory is current: nothing replaced it")
-    services.memory_reinstate(memory=memory, via=EditVia.API, api_key=api_key)
+    memory_reinstate(memory=memory, via=EditVia.API, api_key=api_key)
     return _memory(request, memory_id)
 
 
 @router.delete("/memories/{uuid:memory_id}", response={204: None}, summary="Delete a memory", auth=WRITE_AUTH)
 def delete_memory(request: HttpRequest, memory_id: UUID):
     memory = _memory(request, memory_id)
-    services.memories_delete(user=_owner(request), memory_ids=[memory.pk])
+    memories_delete(user=_owner(request), memory_ids=[memory.pk])
     return Status(204, None)
 
 
@@ -287,7 +290,7 @@ def search(request: HttpRequest, payload: SearchIn):
         tag=payload.tag,
     )
     if user == _owner(request):  # an operator reading someone's memories does not use them
-        services.record_access(
+        record_access(
             user=user,
             memories=[(hit.memory, hit.score) for hit in result.hits],
             query=payload.query,
@@ -368,7 +371,7 @@ def decide_proposal(request: HttpRequest, proposal_id: int, decision: Literal["a
     "/memories/forget", response=ForgetOut, summary="Forget by importance, age or capacity", auth=WRITE_AUTH
 )
 def forget(request: HttpRequest, payload: ForgetIn):
-    return {"forgotten": services.memories_forget(user=_owner(request), **payload.dict())}
+    return {"forgotten": memories_forget(user=_owner(request), **payload.dict())}
 
 
 @router.post(
@@ -380,7 +383,7 @@ def forget(request: HttpRequest, payload: ForgetIn):
 def consolidate(request: HttpRequest, payload: ConsolidateIn):
     data = payload.dict()
     session = _session(request, data.pop("session_id"), create=False)
-    promoted = services.memories_consolidate(user=_owner(request), session=session, **data)
+    promoted = memories_consolidate(user=_owner(request), session=session, **data)
     return {"consolidated": [memory.pk for memory in promoted]}
 
 

@@ -2,7 +2,7 @@
 an earlier version from its history, and serve a perceptual memory's file to its owner's browser session.
 
 Every query starts from subject_user(request) (the signed-in user, or the user a staff member opened: core.acting),
-so another user's memory is a 404; every write goes through memories.services and names request.user as editor.
+so another user's memory is a 404; every write goes through memories.actions and names request.user as editor.
 """
 
 import uuid
@@ -19,7 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.acting import subject_user, subject_view
 from core.disk import DiskFull
 from core.pages import AuthenticatedHttpRequest
-from memories import curation, services
+from memories import curation
+from memories.actions import edit
+from memories.actions.rules import MemoryRequestError, session_for_key
+from memories.actions.write import memory_write
 from memories.forms import MemoryAddForm, MemoryPageEditForm
 from memories.models import AgentSession, EditVia, Memory, MemoryEdit
 
@@ -53,7 +56,7 @@ def _session_keys(request: AuthenticatedHttpRequest) -> list[str]:
 
 
 def _session(request: AuthenticatedHttpRequest, key: str) -> AgentSession | None:
-    return services.session_for_key(user=subject_user(request), key=key) if key else None
+    return session_for_key(user=subject_user(request), key=key) if key else None
 
 
 ADDED = {
@@ -74,7 +77,7 @@ def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
         try:
             # One transaction, so a refused memory leaves no new session behind.
             with transaction.atomic():
-                written = services.memory_write(
+                written = memory_write(
                     user=subject_user(request),
                     session=_session(request, form.cleaned_data["session"]),
                     via=EditVia.PAGE,
@@ -84,7 +87,7 @@ def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
                     curate="file" not in fields,
                     **fields,
                 )
-        except (services.MemoryRequestError, DiskFull) as exc:
+        except (MemoryRequestError, DiskFull) as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, ADDED.get(written.action, ADDED[curation.ADD]))
@@ -100,17 +103,17 @@ def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpR
     if form.is_valid():
         try:
             with transaction.atomic():
-                memory = services.memory_update(
+                memory = edit.memory_update(
                     memory=memory,
                     via=EditVia.PAGE,
                     editor=request.user,
                     session=_session(request, form.cleaned_data["session"]),
                     **form.changes(),
                 )
-        except services.MemoryRequestError as exc:
+        except MemoryRequestError as exc:
             form.add_error(None, str(exc))
         else:
-            if memory.archived_at is not None:  # it now repeats another memory (services._curate_edit)
+            if memory.archived_at is not None:  # it now repeats another memory (curate_edit)
                 messages.info(
                     request,
                     _("Memory saved: it now says what another memory says, so it was merged into it."),
@@ -128,10 +131,10 @@ def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpR
 @require_POST
 def memory_restore_version(request: AuthenticatedHttpRequest, pk: uuid.UUID, edit_pk: int) -> HttpResponse:
     memory = _memory(request, pk)
-    edit = get_object_or_404(MemoryEdit, pk=edit_pk, memory=memory)
+    record = get_object_or_404(MemoryEdit, pk=edit_pk, memory=memory)
     try:
-        services.memory_restore_version(memory=memory, edit=edit, via=EditVia.PAGE, editor=request.user)
-    except services.MemoryRequestError as exc:
+        edit.memory_restore_version(memory=memory, edit=record, via=EditVia.PAGE, editor=request.user)
+    except MemoryRequestError as exc:
         messages.error(request, _("Not restored: %(error)s.") % {"error": exc})
     else:
         messages.success(request, _("The earlier version is restored; the restore is in the history."))

@@ -24,7 +24,12 @@ from core.files import files_kept
 from core.limits import InputRejected
 from core.models import MirrorState
 from knowledge.models import Document
-from memories import curation, services
+from memories import curation
+from memories.actions.edit import index_facts, memory_update
+from memories.actions.forgetting import memories_delete
+from memories.actions.rules import GRAPH_TYPES
+from memories.entity_links import link_entities
+from memories.mirror import mirror_on_commit
 from memories.models import AgentSession, ChatMessage, EditVia, Memory, MemoryEdit, MemoryType
 
 MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
@@ -152,7 +157,7 @@ def memories_set_fields(
     # bulk_update sends no save signal; the explicit mirror below is the one that syncs these rows.
     Memory.objects.bulk_update(changed, [*fields, "mirror_state", "updated_at"], batch_size=500)
     MemoryEdit.objects.bulk_create(edits)
-    services._mirror_on_commit(before)
+    mirror_on_commit(before)
     return before
 
 
@@ -167,7 +172,7 @@ def memories_set_type(
             new = memory_types.get(memory.pk) or memory_types.get(str(memory.pk))
             if new and new != memory.memory_type:
                 before[str(memory.pk)] = memory.memory_type
-                services.memory_update(memory=memory, via=via, editor=editor, memory_type=new)
+                memory_update(memory=memory, via=via, editor=editor, memory_type=new)
     return before
 
 
@@ -244,11 +249,11 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
         for m in memories
     ]
     MemoryEdit.objects.bulk_create(edits)
-    services._index_facts(curation.Curator(user), memories)
+    index_facts(curation.Curator(user), memories)
     for memory in memories:
-        if memory.memory_type in services.GRAPH_TYPES:
-            services.link_entities(memory)
-    services._mirror_on_commit([m.pk for m in memories])
+        if memory.memory_type in GRAPH_TYPES:
+            link_entities(memory)
+    mirror_on_commit([m.pk for m in memories])
     return len(memories)
 
 
@@ -280,7 +285,7 @@ def bulk_apply(
     if action == "delete":
         snapshot = _snapshot(user, memory_ids)
         with files_kept():  # the Undo puts the rows back with their files; the orphan sweep takes the rest
-            count = services.memories_delete(user=user, memory_ids=memory_ids)
+            count = memories_delete(user=user, memory_ids=memory_ids)
         return count, Undo("delete", f"{done} {_plural(count)}", snapshot)
     if action == "set_type":
         before_types = memories_set_type(

@@ -14,7 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import RequestRefused
-from memories import curation, services
+from memories import curation
+from memories.actions.edit import apply_supersede, memory_archive, memory_fold, memory_reinstate
 from memories.models import EditVia, Memory, MemoryEdit, Proposal, ProposalAction, ProposalStatus
 
 
@@ -94,8 +95,8 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
     if memory.archived_at or memory.superseded_by_id or target.archived_at:
         raise ProposalError("its memories changed since it was proposed: find duplicates again")
     if proposal.action == ProposalAction.MERGE:
-        fold(
-            memory,
+        memory_fold(
+            memory=memory,
             into=target,
             reason=f"approved cleaning: {proposal.reason}",
             via=via,
@@ -107,35 +108,11 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
             curation.SUPERSEDE, superseded=(memory,), reason=f"approved cleaning: {proposal.reason}"
         )
         MemoryEdit.objects.bulk_create(
-            services.apply_supersede(decision, target, via=via, api_key=api_key, editor=editor)
+            apply_supersede(decision, target, via=via, api_key=api_key, editor=editor)
         )
     proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
     proposal.save(update_fields=["status", "decided_at"])
     return proposal
-
-
-@transaction.atomic
-def fold(memory: Memory, *, into: Memory, reason: str, via: str, editor=None, api_key=None) -> Memory:
-    """Merge `memory` into the one it repeats: that one counts its writes, sources, tags and importance; `memory`
-    is archived (kept, and restorable). Both records say why."""
-    target = into
-    target.seen_count += memory.seen_count
-    target.sources = [*target.sources, *memory.sources][-services.MAX_SOURCES :]
-    target.importance = max(target.importance, memory.importance)
-    target.tags = list(dict.fromkeys([*target.tags, *memory.tags]))
-    target.save(update_fields=["seen_count", "sources", "importance", "tags", "updated_at"])
-    MemoryEdit.objects.create(
-        memory=target,
-        editor=editor,
-        api_key=api_key,
-        via=via,
-        changes={
-            "merged": [None, memory.content],
-            "seen_count": [target.seen_count - memory.seen_count, target.seen_count],
-        },
-        reason=reason,
-    )
-    return services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key)
 
 
 @transaction.atomic
@@ -156,9 +133,9 @@ def undo(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia.PA
         target.seen_count = max(1, target.seen_count - memory.seen_count)
         target.sources = [source for source in target.sources if source not in memory.sources]
         target.save(update_fields=["seen_count", "sources", "updated_at"])
-        services.memory_archive(memory=memory, via=via, editor=editor, api_key=api_key, archived=False)
+        memory_archive(memory=memory, via=via, editor=editor, api_key=api_key, archived=False)
     elif memory.superseded_by_id == target.pk:
-        services.memory_reinstate(
+        memory_reinstate(
             memory=memory, via=via, editor=editor, api_key=api_key, reason="approved cleaning undone"
         )
     proposal.status, proposal.decided_at = ProposalStatus.UNDONE, timezone.now()

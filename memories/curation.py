@@ -19,8 +19,8 @@ In order, for one new memory:
    current one and in the same order (memories.anchors), and in one language no word of meaning the current
    one lacks, in the same order ("I'm a vegetarian." after "The user is a vegetarian"; not "Jonas taught Elif"
    after "Elif taught Jonas").
-Everything else is added. The decision and its reason go into the memories' edit history (memories.services).
-An edit runs the same checks (memories.services._curate_edit).
+Everything else is added. The decision and its reason go into the memories' edit history (memories.actions).
+An edit runs the same checks (memories.actions.edit.curate_edit).
 
 With an LLM configured, steps 2 and 3 are the model's, as in mem0's update phase: it sees the new fact and the
 current facts it might repeat or contradict (the nearest ones and those about the same subject and attribute),

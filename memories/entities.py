@@ -20,7 +20,7 @@ from functools import cache
 from pydantic import BaseModel, Field, ValidationError
 
 from core.secrets import PLACEHOLDER, without_masks
-from core.text import CJK_RUN, cjk_ratio
+from core.text import CJK_RUN, LATIN_LETTERS, cjk_ratio
 from memories import entity_types
 
 logger = logging.getLogger(__name__)
@@ -292,9 +292,10 @@ def _model_mentions(text: str) -> list[Mention]:
 # Names in Latin letters inside Chinese text: a run of capitalised words ("Kofi Mensah", "Bluefin Labs",
 # "VS Code") is one name; a lower-case word ("manager", "data scientist") is English, not a name, unless it is
 # technical (Vue.js, node.js).
+# A capitalised Latin name inside Chinese text; its later letters may be accented ("São Tomé", not "S").
 _LATIN_RUN = re.compile(
-    r"(?<![A-Za-z0-9.])[A-Z][A-Za-z0-9]*(?:[.\-&][A-Za-z0-9]+)*(?:\+\+|#)?"
-    r"(?: (?:[A-Z][A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*|&|of|de|von|van))*(?<! of)(?<! de)(?<! &)"
+    rf"(?<![{LATIN_LETTERS}0-9.])[A-Z][{LATIN_LETTERS}0-9]*(?:[.\-&][{LATIN_LETTERS}0-9]+)*(?:\+\+|#)?"
+    rf"(?: (?:[A-Z][{LATIN_LETTERS}0-9]*(?:[.\-][{LATIN_LETTERS}0-9]+)*|&|of|de|von|van))*(?<! of)(?<! de)(?<! &)"
 )
 
 

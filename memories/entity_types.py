@@ -3,7 +3,7 @@ module decides what it found).
 
 In order of trust:
 1. The user's own graph: a type a person set by hand on an entity (a retype in the graph's curation log) is kept
-   for every later mention of that name (memories.services passes them in; a spaCy EntityRuler would do the same
+   for every later mention of that name (memories.entity_links passes them in; a spaCy EntityRuler would do the same
    per call, at the cost of building one per user).
 2. Names packages know: a country, a US state or a city of CITY_POPULATION people or more is a PLACE
    (core.gazetteer: "the Brno branch office" is no person), a name that opens with a given name (Faker's

@@ -9,7 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db.models import Count
+from django.db.models import Count, TextField
+from django.db.models.functions import Cast
 
 from core.models import ApiKey
 from memories.models import EditVia, Memory
@@ -36,15 +37,16 @@ def tag_counts(user: User, *, limit: int = TOP_TAGS, newest: int | None = None) 
     `newest`, among that many of their newest memories only."""
     memories = Memory.objects.for_user(user)
     if newest is not None:
-        lists = Counter(
-            json.dumps(tags)
-            for tags in memories.order_by("-created_at").values_list("tags", flat=True)[:newest]
-        )
-        grouped = [(json.loads(tags), n) for tags, n in lists.items()]
+        # Each list as the stored JSON text, decoded once per distinct list rather than once per row: 5,000
+        # decodes and encodes were a third of the memory browser's time (bench/console_pages.py).
+        newest_lists = memories.order_by("-created_at").values_list(Cast("tags", TextField()), flat=True)
+        lists = Counter(newest_lists[:newest])
+        grouped = [(json.loads(text), n) for text, n in lists.items() if text]
     else:
-        # The same few lists repeat: grouping them in SQL and counting their tags here reads each row once,
-        # half the time of expanding every list in SQL (json_each) at 100,000 memories.
-        grouped = list(memories.values_list("tags").annotate(n=Count("id")).order_by())
+        # The same few lists repeat: grouping them in SQL and counting their tags here reads each list once,
+        # half the time of expanding every list in SQL (json_each) at 100,000 memories. COUNT(*), not COUNT(id):
+        # on SQLite the (user, tags) index (migration 0013) then answers alone, without reading a row.
+        grouped = list(memories.values_list("tags").annotate(n=Count("*")).order_by())
     counts: Counter[str] = Counter()
     for tags, n in grouped:
         for tag in set(tags) if isinstance(tags, list) else ():
@@ -58,7 +60,7 @@ def source_counts(user: User) -> list[SourceCount]:
     rows = (
         Memory.objects.for_user(user)
         .values_list("origin", "origin_key")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # from the (user, origin, origin_key) index alone: COUNT(id) reads each row
         .order_by("-n", "origin", "origin_key")
     )
     rows = list(rows)

@@ -1,4 +1,4 @@
-"""Forms of the memory pages: they only parse and check input; every write goes through memories.services."""
+"""Forms of the memory pages: they only parse and check input; every write goes through memories.actions."""
 
 import json
 from collections.abc import Sequence
@@ -11,8 +11,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from memories.actions.forgetting import FORGET_STRATEGIES
+from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.models import EditVia, Memory, MemoryType
-from memories.services import FORGET_STRATEGIES, PERCEPTUAL_MODALITIES
 
 
 class MemoryFilterForm(forms.Form):

@@ -1,7 +1,8 @@
 """Reads about a memory's life, for its detail page and the dashboard: where it came from (provenance), every
-time a search returned it (retrievals), which versions its edit history can restore, and the memories retrieved
-most and least. Writes (restoring a version) are in memories.services."""
+time a search returned it (retrievals), which versions its edit history can restore and how an edit reads, and
+the memories retrieved most and least. Writes (restoring a version) are in memories.actions.edit."""
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,8 +14,8 @@ from django.utils.dateparse import parse_datetime
 
 from core.models import ApiKey
 from knowledge.models import Document
+from memories.actions.edit import RESTORABLE_FIELDS
 from memories.models import ChatMessage, Memory, MemoryAccess, MemoryEdit
-from memories.services import RESTORABLE_FIELDS
 
 RETRIEVALS_PER_PAGE = 25
 DASHBOARD_RETRIEVED = 5
@@ -119,3 +120,23 @@ def most_and_least_retrieved(
     most = list(memories.filter(access_count__gt=0).order_by("-access_count", "-created_at")[:limit])
     least = list(memories.exclude(pk__in=[m.pk for m in most]).order_by("access_count", "created_at")[:limit])
     return most, least
+
+
+def change_rows(changes: object) -> list[tuple[str, str, str]]:
+    """(field, old, new) rows of an edit record, which stores {"field": [old, new]}."""
+    if not isinstance(changes, dict):
+        return [("?", "—", _shown(changes))]
+    rows = []
+    for field, pair in sorted(changes.items()):
+        old, new = pair if isinstance(pair, list) and len(pair) == 2 else (None, pair)
+        rows.append((str(field), _shown(old), _shown(new)))
+    return rows
+
+
+def _shown(value: object) -> str:
+    """An edit record's value as text: strings as they are, lists and dicts as JSON, nothing as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)

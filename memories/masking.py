@@ -18,8 +18,8 @@ from django.db import transaction
 
 from core import privacy
 from core.limits import InputRejected
+from memories.actions.edit import memory_update
 from memories.models import ChatMessage, EditVia, Memory, MemoryAccess, MemoryEdit
-from memories.services import memory_update
 
 MEMORIES, METADATA, HISTORY, CHAT, SEARCH_LOG = (
     "memories",

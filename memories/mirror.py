@@ -6,9 +6,12 @@ point with the same payload, so every path (the service right after commit, the 
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 
+from django.db import transaction
 from django.utils import timezone
 
 from core import hybrid, stores
@@ -29,9 +32,9 @@ KEYWORD_FIELDS = ("user_id", "memory_type", "session_id", ORIGIN, "tags")
 FLOAT_FIELDS = ("importance", "created_ts", "expires_ts")
 
 
-def memory_store():
+def memory_store() -> VectorStore:
     """The vector store with the memories collection created."""
-    return stores.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
+    return hybrid.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
 def mirrored_rows():
@@ -153,3 +156,21 @@ def try_sync_memories(memory_ids: Sequence[str]) -> bool:
         logger.exception("vector mirror failed for %d memories", len(memory_ids))
         return False
     return True
+
+
+def save_mirrored(memory: Memory, **kwargs: Any) -> None:
+    """Save a memory that the write mirrors itself right after the commit (read-your-writes), so the save
+    signal does not queue a second mirror task that would embed and write the same vector again."""
+    memory.mirrored_by_service = True
+    try:
+        memory.save(**kwargs)
+    finally:
+        del memory.mirrored_by_service
+
+
+def mirror_on_commit(memory_ids: Iterable[UUID | str]) -> None:
+    """Mirror these memories right after the transaction commits, inside the caller's request (read-your-writes);
+    if the store is down they stay marked for the sweep."""
+    ids = [str(memory_id) for memory_id in memory_ids]
+    if ids:
+        transaction.on_commit(lambda: try_sync_memories(ids))

@@ -15,12 +15,13 @@ re-sorted by importance (Hello-Agents' defect).
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from core import hybrid, stores
@@ -30,7 +31,7 @@ from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
 from core.ranking import RANKING, RankingConfig
 from core.text import CJK_RUN, lexical_terms, without_paths
-from core.vectorstore import VectorStoreError
+from core.vectorstore import VectorStoreError, Where
 from memories import mirror
 from memories.entities import name_keys
 from memories.models import (
@@ -40,6 +41,7 @@ from memories.models import (
     EntityType,
     Memory,
     MemoryEntity,
+    MemoryQuerySet,
     MemoryType,
 )
 from memories.scoring import Candidate, rank
@@ -85,10 +87,10 @@ def build_where(
     now: datetime,
     include_chat_copies: bool = False,
     tag: str | None = None,
-) -> dict:
+) -> Where:
     # Expiry to the minute: the store's filter only narrows the candidates (SQL applies `now` exactly), and a
     # filter that changes every call made every search count its words' frequencies afresh (count_cached).
-    where: dict = {"user_id": str(user.pk), "expires_ts": {"gt": math.floor(now.timestamp() / 60) * 60.0}}
+    where: Where = {"user_id": str(user.pk), "expires_ts": {"gt": math.floor(now.timestamp() / 60) * 60.0}}
     if memory_types:
         where["memory_type"] = list(memory_types)
     if min_importance > 0:
@@ -305,7 +307,7 @@ LINKS_PER_FACT = 4
 FACT_LINKS_READ_FROM_FACTS = 2_000
 
 
-def _links_to(distance: dict[str, int], links) -> list[tuple[str, str]]:
+def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[tuple[str, str]]:
     """The (memory, entity) rows of the MemoryEntity queryset `links` whose entity is in `distance`, raw."""
     return [
         (memory_id, entity_id)
@@ -356,11 +358,13 @@ def _leaves_out_chat_copies(include_chat_copies: bool, session: AgentSession | N
     return not include_chat_copies and session is None
 
 
-def _filtered(user, scope: _Scope, now, ids=None):
+def _filtered(
+    user: User, scope: _Scope, now: datetime, ids: Iterable[str] | None = None
+) -> MemoryQuerySet[Memory]:
     if ids is None:
         memories = Memory.objects.for_user(user)
-    else:
-        memories = owned_by_pk(Memory.objects.all(), user, ids)
+    else:  # owned_by_pk filters the queryset it is given, so it stays a MemoryQuerySet
+        memories = cast(MemoryQuerySet[Memory], owned_by_pk(Memory.objects.all(), user, ids))
     start, end = scope.time_range or (None, None)
     if _leaves_out_chat_copies(scope.include_chat_copies, scope.session):
         memories = memories.without_chat_copies()
@@ -375,7 +379,7 @@ def _filtered(user, scope: _Scope, now, ids=None):
     )
 
 
-def _candidates(user, ids, scope: _Scope, now) -> dict[str, Candidate]:
+def _candidates(user: User, ids: Iterable[str], scope: _Scope, now: datetime) -> dict[str, Candidate]:
     # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
     memories = _filtered(user, scope, now, ids=ids)
     return {
@@ -384,12 +388,12 @@ def _candidates(user, ids, scope: _Scope, now) -> dict[str, Candidate]:
     }
 
 
-def _rows(user, ids: Sequence[str]) -> dict[str, Memory]:
+def _rows(user: User, ids: Sequence[str]) -> dict[str, Memory]:
     memories = owned_by_pk(Memory.objects.select_related("session", "origin_key"), user, ids)
     return {str(memory.pk): memory for memory in memories}
 
 
-def _by_importance(user, limit, scope: _Scope, now) -> list[MemoryHit]:
+def _by_importance(user: User, limit: int, scope: _Scope, now: datetime) -> list[MemoryHit]:
     memories = _filtered(user, scope, now)
     hits = []
     for memory in memories.select_related("session").order_by("-importance", "-created_at")[:limit]:
@@ -397,7 +401,7 @@ def _by_importance(user, limit, scope: _Scope, now) -> list[MemoryHit]:
     return hits
 
 
-def _text_match(user, query, scope: _Scope, now) -> dict[str, tuple[Candidate, float]]:
+def _text_match(user: User, query: str, scope: _Scope, now: datetime) -> dict[str, tuple[Candidate, float]]:
     """Memories containing the query's terms, each with the share of terms it contains."""
     terms = sorted(set(lexical_terms(query, for_query=True)), key=len, reverse=True)[:8]
     if not terms:

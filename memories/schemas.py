@@ -27,9 +27,10 @@ from core.schemas import (
     text_rules,
 )
 from core.tooling import LANGUAGE_RULE, ReplyLanguage
+from memories.actions.forgetting import MAX_AGE_DAYS, MAX_CAPACITY
+from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
-from memories.services import MAX_AGE_DAYS, MAX_CAPACITY, PERCEPTUAL_MODALITIES
 from memories.tools import ACTIONS as MEMORY_TOOL_ACTIONS
 
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."

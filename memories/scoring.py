@@ -23,7 +23,7 @@ SEMANTIC = "semantic"
 def time_decay(age: timedelta) -> float:
     """Hello-Agents' working-memory decay: 0.95 per 6 hours, never below 0.1."""
     hours = max(age.total_seconds(), 0) / 3600
-    return max(DECAY_FLOOR, DECAY_FACTOR ** (hours / DECAY_PERIOD_HOURS))
+    return max(DECAY_FLOOR, float(DECAY_FACTOR ** (hours / DECAY_PERIOD_HOURS)))
 
 
 def recency_score(age: timedelta) -> float:

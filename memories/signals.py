@@ -21,7 +21,7 @@ from memories.tasks import mirror_graph_task, sync_memories_task
 def mirror_saved_memory(sender, instance: Memory, raw: bool = False, **kwargs) -> None:
     if raw:  # loading fixtures: resync_mirrors covers them
         return
-    if getattr(instance, "mirrored_by_service", False):  # memories.services syncs it itself after the commit
+    if getattr(instance, "mirrored_by_service", False):  # memories.actions syncs it itself after the commit
         return
     dispatch_batch_on_commit(sync_memories_task, memory_ids=str(instance.pk))
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.models import MirrorState
 from core.vectorstore import VectorStoreError
 from memories import mirror
+from memories.entity_links import link_entities
 from memories.models import Entity, Memory, MemoryAccess, Relation
 
 
@@ -84,7 +85,6 @@ def llm_extract_task(memory_id: str) -> int:
     """Enrich a memory's entities and typed relations with the LLM (when one is configured)."""
     from core.llm import LLMError, get_llm
     from memories.entities import extract, llm_extract
-    from memories.services import link_entities
 
     llm = get_llm()
     memory = Memory.objects.filter(pk=memory_id).first()

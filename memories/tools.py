@@ -20,7 +20,11 @@ from django.utils.translation import gettext_lazy
 from core.limits import InputRejected
 from core.models import ApiKey
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, parse_moment, tool_user
-from memories import services
+from memories.actions.access import record_access
+from memories.actions.edit import memory_update
+from memories.actions.forgetting import memories_clear, memories_consolidate, memories_delete, memories_forget
+from memories.actions.rules import PERCEPTUAL_MODALITIES
+from memories.actions.write import memory_write
 from memories.models import AgentSession, EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
@@ -57,7 +61,7 @@ PARAMETERS = frozenset(
 )
 IMAGE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp"})
 AUDIO_SUFFIXES = frozenset({"wav", "mp3", "flac", "ogg", "m4a"})
-MODALITIES = ("text", *services.PERCEPTUAL_MODALITIES)
+MODALITIES = ("text", *PERCEPTUAL_MODALITIES)
 
 
 class MemoryTool(ActionTool):
@@ -115,7 +119,7 @@ class MemoryTool(ActionTool):
             )
             if params.raw.get("file_path"):
                 metadata["file_path"] = params.text("file_path")
-        written = services.memory_write(
+        written = memory_write(
             user=self.user,
             content=content,
             memory_type=memory_type,
@@ -157,7 +161,7 @@ class MemoryTool(ActionTool):
             # What a tool returns goes into a model's context or an agent's answer: only real matches.
             require_match=True,
         )
-        services.record_access(
+        record_access(
             user=self.user,
             memories=[(hit.memory, hit.score) for hit in result.hits],
             query=query,
@@ -285,7 +289,7 @@ class MemoryTool(ActionTool):
             changes["memory_type"] = params.choice("memory_type", None, MemoryType.values)
         if not changes:
             raise ToolInputError(_("give at least one of 'content', 'importance', 'memory_type' to update"))
-        services.memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
+        memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
         return ToolReply(
             True,
             _("✅ Memory updated (ID: %(id)s)") % {"id": memory.pk},
@@ -297,14 +301,14 @@ class MemoryTool(ActionTool):
             memory = self._memory(params)
         except LookupError as missing:
             return ToolReply(False, _("⚠️ No memory to remove: %(id)s") % {"id": missing}, status=404)
-        services.memories_delete(user=self.user, memory_ids=[memory.pk])
+        memories_delete(user=self.user, memory_ids=[memory.pk])
         return ToolReply(
             True, _("✅ Memory removed (ID: %(id)s)") % {"id": memory.pk}, {"id": str(memory.pk)}
         )
 
     def _forget(self, params: Params) -> ToolReply:
         strategy = params.text("strategy", "importance_based")
-        count = services.memories_forget(
+        count = memories_forget(
             user=self.user,
             strategy=strategy,
             threshold=params.number("threshold", 0.1, low=0.0, high=1.0),
@@ -322,7 +326,7 @@ class MemoryTool(ActionTool):
         from_type = params.choice("from_type", MemoryType.WORKING, MemoryType.values)
         to_type = params.choice("to_type", MemoryType.EPISODIC, MemoryType.values)
         threshold = params.number("importance_threshold", 0.7, low=0.0, high=1.0)
-        promoted = services.memories_consolidate(
+        promoted = memories_consolidate(
             user=self.user, from_type=from_type, to_type=to_type, importance_threshold=threshold
         )
         return ToolReply(
@@ -339,7 +343,7 @@ class MemoryTool(ActionTool):
             raise ToolInputError(
                 _('clear_all deletes every memory of this user; send "confirm": true to go ahead')
             )
-        count = services.memories_clear(user=self.user)
+        count = memories_clear(user=self.user)
         text = _("🧽 Cleared all memories (%(count)d, of user %(user)s only)") % {
             "count": count,
             "user": self.user_id,

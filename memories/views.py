@@ -1,8 +1,6 @@
 """The memory pages: browser, detail, sessions. Every query starts from subject_user(request), the signed-in user
-or the user a staff member opened (core.acting); writes go through services and name request.user as editor.
-
-The browser pages by keyset ("older than this created_at, id") instead of OFFSET and COUNT(*): each page is
-one index range scan of at most PAGE_SIZE + 1 rows, however many memories a user has.
+or the user a staff member opened (core.acting); writes go through memories.actions and name request.user as
+editor. The browser's paging is memories.listing.
 """
 
 import difflib
@@ -10,15 +8,13 @@ import json
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from itertools import groupby
 from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -31,95 +27,20 @@ from django_htmx.http import push_url
 from core.acting import subject_user, subject_view, viewing_other
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
-from memories import authoring_views, bulk, cleaning, facets, history, listing, services
+from memories import authoring_views, bulk, cleaning, facets, history, listing
+from memories.actions import edit, forgetting
+from memories.actions.access import record_access
+from memories.actions.rules import MemoryRequestError
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
 from memories.models import AgentSession, EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
 
-PAGE_SIZE = 50
 SEARCH_LIMIT = 50
 SESSIONS_PER_PAGE = 50
 TIMELINE_LIMIT = 1000
 TAG_CHOICES = 100  # the tags the filter's field suggests, most used first
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LIST_TEMPLATE = "memories/memory_list.html"
 UNDO_KEY = "memory_bulk_undo"  # the session's record of the last bulk action (memories.bulk_views)
-
-
-# --- keyset pagination --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """A position in the newest-first order: created_at to the microsecond, then id as the tie-break."""
-
-    created_at: datetime
-    pk: uuid.UUID
-
-    @classmethod
-    def of(cls, memory: Memory) -> "Cursor":
-        return cls(memory.created_at, memory.pk)
-
-    @classmethod
-    def parse(cls, value: str | None) -> "Cursor | None":
-        micros, _, pk = (value or "").partition("_")
-        try:
-            return cls(EPOCH + timedelta(microseconds=int(micros)), uuid.UUID(hex=pk))
-        except (ValueError, OverflowError):
-            return None
-
-    def __str__(self) -> str:
-        # Integer microseconds, not a float timestamp, so the cursor round-trips exactly.
-        return f"{(self.created_at - EPOCH) // timedelta(microseconds=1)}_{self.pk.hex}"
-
-    def older(self) -> Q:
-        # "<= and not (= and >=)" rather than "< or (= and <)": one range on the (user, -created_at) index.
-        return Q(created_at__lte=self.created_at) & ~Q(created_at=self.created_at, pk__gte=self.pk)
-
-    def newer(self) -> Q:
-        return Q(created_at__gte=self.created_at) & ~Q(created_at=self.created_at, pk__lte=self.pk)
-
-
-@dataclass
-class KeysetPage:
-    memories: list[Memory]
-    older: Cursor | None  # the cursor for "Older →", when there are older rows
-    newer: Cursor | None  # the cursor for "← Newer", when there are newer rows
-    total: int | None = None  # every memory the filter matches (listing.count_matching)
-    number: int | None = None  # the page number, when known (page 1, or a ?page= link)
-    size: int = PAGE_SIZE
-
-    @property
-    def num_pages(self) -> int:
-        return max(1, -(-(self.total or 0) // self.size))
-
-    @property
-    def links(self) -> list[int | None]:
-        return listing.page_links(self.number, self.num_pages)
-
-
-def keyset_page(
-    memories: QuerySet, *, before: Cursor | None, after: Cursor | None, size: int = PAGE_SIZE
-) -> KeysetPage:
-    """At most two queries: the page itself (size + 1 rows) and an EXISTS for the other direction."""
-    if after is not None:
-        rows = list(memories.filter(after.newer()).order_by("created_at", "id")[: size + 1])
-        if len(rows) > size:
-            rows = rows[:size][::-1]
-            has_older = memories.filter(Cursor.of(rows[-1]).older()).exists()
-            return KeysetPage(rows, Cursor.of(rows[-1]) if has_older else None, Cursor.of(rows[0]), size=size)
-        before = None  # back at the newest rows: show a full first page rather than a short one
-    newest_first = memories.order_by("-created_at", "-id")
-    if before is not None:
-        newest_first = newest_first.filter(before.older())
-    rows = list(newest_first[: size + 1])
-    older = Cursor.of(rows[size - 1]) if len(rows) > size else None
-    rows = rows[:size]
-    newer = None
-    if before is not None:
-        anchor = Cursor.of(rows[0]) if rows else before
-        newer = anchor if memories.filter(anchor.newer()).exists() else None
-    return KeysetPage(rows, older, newer, size=size, number=None if before is not None else 1)
 
 
 # --- the browser -------------------------------------------------------------------------------------------
@@ -157,7 +78,7 @@ def _browse(request: AuthenticatedHttpRequest, *, notice: str = "") -> dict:
         session = AgentSession.objects.for_user(user).filter(key=filters["session"].strip()).first()
         if session is None:
             context["notice"] = notice or f"No session has the key “{filters['session']}”."
-            context["page"] = KeysetPage([], None, None)
+            context["page"] = listing.KeysetPage([], None, None)
             return context
     start, end = day_bounds(filters.get("date_from"), filters.get("date_to"))
     if "q" in filters:
@@ -238,7 +159,7 @@ def memory_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # A curator's search is a retrieval too, shown on the memory's page as "page"; a staff member looking at
     # someone else's memories is not using them, so their look is not counted.
     if context.get("hits") and not viewing_other(request):
-        services.record_access(
+        record_access(
             user=subject_user(request),
             memories=[(hit.memory, hit.score) for hit in context["hits"]],
             query=context["filters"]["q"],
@@ -276,7 +197,7 @@ def ticked_ids(request: AuthenticatedHttpRequest) -> list[uuid.UUID]:
 def memories_bulk_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
     ids = ticked_ids(request)
     if ids:
-        deleted = services.memories_delete(user=subject_user(request), memory_ids=ids)
+        deleted = forgetting.memories_delete(user=subject_user(request), memory_ids=ids)
         notice = f"Forgot {deleted} selected {'memory' if deleted == 1 else 'memories'}."
     else:
         notice = "Select at least one memory first."
@@ -292,7 +213,7 @@ def memories_bulk_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
 def memories_forget(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = ForgetForm(request.POST)
     if form.is_valid():
-        forgotten = services.memories_forget(user=subject_user(request), **form.cleaned_data)
+        forgotten = forgetting.memories_forget(user=subject_user(request), **form.cleaned_data)
         notice = f"Forgot {forgotten} {'memory' if forgotten == 1 else 'memories'} ({form.cleaned_data['strategy'].replace('_', ' ')})."
     else:
         errors = "; ".join(
@@ -339,10 +260,10 @@ def memory_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespons
     form = MemoryEditForm(request.POST if request.method == "POST" else None, memory=memory)
     if form.is_valid():
         try:
-            memory = services.memory_update(
+            memory = edit.memory_update(
                 memory=memory, via=EditVia.PAGE, editor=request.user, **form.cleaned_data
             )
-        except services.MemoryRequestError as exc:
+        except MemoryRequestError as exc:
             form.add_error(None, str(exc))
         else:
             return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory, "saved": True})
@@ -353,7 +274,7 @@ def memory_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespons
 
 
 def _set_archived(request: AuthenticatedHttpRequest, pk: uuid.UUID, *, archived: bool) -> HttpResponse:
-    memory = services.memory_archive(
+    memory = edit.memory_archive(
         memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user, archived=archived
     )
     if from_row(request, f"memory-{memory.pk}"):
@@ -382,7 +303,7 @@ def memory_restore(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
 @require_POST
 def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Make a superseded fact current again."""
-    memory = services.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
+    memory = edit.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
     messages.success(request, _("The fact is current again."))
     return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
@@ -392,31 +313,11 @@ def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRe
 @require_POST
 def memory_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _memory(request, pk)
-    services.memories_delete(user=subject_user(request), memory_ids=[memory.pk])
+    forgetting.memories_delete(user=subject_user(request), memory_ids=[memory.pk])
     if from_row(request, f"memory-{memory.pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
     messages.success(request, _("Memory deleted."))
     return navigate(request, next_url(request, reverse("memory_list")))
-
-
-def _change_rows(changes: object) -> list[tuple[str, str, str]]:
-    """(field, old, new) rows of an edit record, which stores {"field": [old, new]}."""
-    if not isinstance(changes, dict):
-        return [("?", "—", _shown(changes))]
-    rows = []
-    for field, pair in sorted(changes.items()):
-        old, new = pair if isinstance(pair, list) and len(pair) == 2 else (None, pair)
-        rows.append((str(field), _shown(old), _shown(new)))
-    return rows
-
-
-def _shown(value: object) -> str:
-    """An edit record's value as text: strings as they are, lists and dicts as JSON, nothing as a dash."""
-    if value is None:
-        return "—"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 @subject_view
@@ -429,7 +330,7 @@ def memory_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
         "metadata": json.dumps(memory.metadata, indent=2, ensure_ascii=False, sort_keys=True),
         "entity_links": memory.entity_links.select_related("entity").order_by("entity__name"),
         "edits": [
-            (edit, _change_rows(edit.changes), history.restorable(edit))
+            (edit, history.change_rows(edit.changes), history.restorable(edit))
             for edit in memory.edits.select_related("editor", "api_key")
         ],
         "is_expired": memory.expires_at is not None and memory.expires_at <= timezone.now(),

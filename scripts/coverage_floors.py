@@ -7,6 +7,11 @@ tests/coverage_floors.json. `--update` raises each floor to what was measured (w
 and never lowers one; commit the floors file it writes. Floors only mean something after a whole `make test`:
 a single lane leaves most modules lower.
 
+A module passes while it misses at most SLACK_STATEMENTS more statements than its floor allows: lines that
+background threads run (the vector optimizer's pass, the outbox's retries) or that timing decides are run in
+one full run and not the next, and a floor at the measured percent then failed a clean run on a module that lost
+one line (core/vectorstore/optimizer.py 90.0 % against 91 %). A test that stops reaching code still fails.
+
     .venv/bin/python scripts/coverage_floors.py .coverage.json            # check
     .venv/bin/python scripts/coverage_floors.py .coverage.json --update   # raise the floors, then commit them
 """
@@ -19,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOORS = ROOT / "tests" / "coverage_floors.json"
+SLACK_STATEMENTS = 2
 
 
 def measured(report: dict) -> dict[str, float]:
@@ -26,8 +32,29 @@ def measured(report: dict) -> dict[str, float]:
     return {path: data["summary"]["percent_covered"] for path, data in report["files"].items()}
 
 
-def shortfalls(*, floors: dict[str, int], percents: dict[str, float], root: Path = ROOT) -> list[str]:
-    """One line per module below its floor, or gone from the measurement while its file is still there."""
+def statement_counts(report: dict) -> dict[str, int]:
+    """Module path → its number of statements."""
+    return {path: data["summary"].get("num_statements", 0) for path, data in report["files"].items()}
+
+
+def below(*, percent: float, floor: int, statements: int) -> bool:
+    """Short of its floor by more than SLACK_STATEMENTS statements (or, with no count, by any amount)."""
+    if not statements:
+        return percent < floor
+    allowed_missing = math.floor(statements * (100 - floor) / 100 + 1e-9) + SLACK_STATEMENTS
+    return statements * (100 - percent) / 100 > allowed_missing + 1e-9
+
+
+def shortfalls(
+    *,
+    floors: dict[str, int],
+    percents: dict[str, float],
+    statements: dict[str, int] | None = None,
+    root: Path = ROOT,
+) -> list[str]:
+    """One line per module below its floor (beyond the slack), or gone from the measurement while its file is
+    still there."""
+    statements = statements or {}
     problems = []
     for path, floor in sorted(floors.items()):
         if path not in percents:
@@ -37,8 +64,10 @@ def shortfalls(*, floors: dict[str, int], percents: dict[str, float], root: Path
                 )
             else:
                 problems.append(f"{path}: has a floor ({floor}%) but no file: moved or removed? run --update")
-        elif percents[path] < floor:
-            problems.append(f"{path}: {percents[path]:.1f}% < its floor {floor}%")
+        elif below(percent=percents[path], floor=floor, statements=statements.get(path, 0)):
+            count = statements.get(path, 0)
+            slack = f" (by more than {SLACK_STATEMENTS} of its {count} statements)" if count else ""
+            problems.append(f"{path}: {percents[path]:.1f}% < its floor {floor}%{slack}")
     return problems
 
 
@@ -72,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             f"coverage {total:.1f}% over {len(percents)} modules; {went_up} floors raised or added in {args.floors}"
         )
         return 0
-    problems = shortfalls(floors=floors, percents=percents)
+    problems = shortfalls(floors=floors, percents=percents, statements=statement_counts(report))
     unfloored = sorted(set(percents) - set(floors))
     print(f"coverage {total:.1f}% over {len(percents)} modules, {len(floors)} with a floor")
     if unfloored:

@@ -11,8 +11,9 @@ from console.models import GoldenQuestion
 from core.acting import PREFIX
 from core.models import SubjectChange
 from knowledge.models import Document
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import AgentSession, Entity, GraphEdit, Memory, MemoryEdit
-from memories.services import memory_create, session_for_key
 
 pytestmark = pytest.mark.django_db
 

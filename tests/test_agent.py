@@ -136,7 +136,7 @@ def test_a_tool_that_raises_is_reported_not_a_500(fake_llm, mnemo, monkeypatch):
 
 
 def test_without_an_llm_the_answer_is_retrieval_only(mnemo, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     memory_create(user=user, content="The user works as a data engineer at Acme.", memory_type="semantic")
     answer = ask(mnemo, "What do I do for work?", "s-offline")
@@ -176,7 +176,7 @@ def test_without_an_llm_a_question_about_oneself_is_not_saved_as_a_fact(mnemo, u
 
 
 def test_without_an_llm_where_do_i_work_leads_with_the_users_own_employer(mnemo, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     for fact in (
         "Farida works at Kestrel Labs as a chemist.",
@@ -218,7 +218,7 @@ def test_without_an_llm_a_statement_is_acknowledged_with_what_was_saved(mnemo, u
 
 
 def test_an_answer_and_the_models_context_hold_only_memories_above_the_relevance_floor(fake_llm, mnemo, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     memory_create(user=user, content="Yaw Boateng runs the Accra depot.", memory_type="semantic")
     memory_create(user=user, content="The Accra depot moved to Tema last spring.", memory_type="semantic")
@@ -230,7 +230,7 @@ def test_an_answer_and_the_models_context_hold_only_memories_above_the_relevance
 
 
 def test_without_an_llm_nothing_weak_pads_the_answer(mnemo, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     memory_create(user=user, content="Yaw Boateng runs the Accra depot.", memory_type="semantic")
     memory_create(user=user, content="The Accra depot moved to Tema last spring.", memory_type="semantic")
@@ -239,7 +239,7 @@ def test_without_an_llm_nothing_weak_pads_the_answer(mnemo, user):
 
 
 def test_with_an_llm_what_do_you_know_about_me_sends_the_grouped_profile(fake_llm, mnemo, user):
-    from memories.services import memory_create, memory_write
+    from memories.actions.write import memory_create, memory_write
 
     user.first_name = "Amara"
     user.save()

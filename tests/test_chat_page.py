@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from agents.answers import RETRIEVAL_ONLY
 from knowledge.models import Chunk, Document
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import AgentSession, ChatMessage, ChatRole, Memory
-from memories.services import memory_create, session_for_key
 
 # The memory services mirror to the vector store on commit, and retrieval reads the mirror.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -156,7 +156,8 @@ def test_a_users_second_document_waits_for_their_first_conversion_without_holdin
     """One user's files never take every worker: past MNEMO_CONVERSIONS_PER_USER the next waits its turn (the
     task is asked for again later and its worker is free), another user's document goes ahead."""
     from core import dispatch
-    from knowledge.services import WAITING_FOR_TURN, document_create_from_text, ingest
+    from knowledge.ingest import WAITING_FOR_TURN, ingest
+    from knowledge.services import document_create_from_text
 
     settings.MNEMO_CONVERSIONS_PER_USER = 1
     first = document_create_from_text(user=user, text="The first log.", title="first", background=False)

@@ -5,7 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import curation, services
+from memories import curation
+from memories.actions.forgetting import memories_consolidate
+from memories.actions.rules import session_for_key
+from memories.actions.write import NewMemory, memory_bulk_create, memory_write
 from memories.facts import slots
 from memories.models import Fact, Memory, MemoryEdit
 from memories.tools import MemoryTool
@@ -34,15 +37,15 @@ def test_a_second_identical_post_answers_with_the_first_memory(api, user):
 
 
 def test_another_users_identical_memory_is_not_a_duplicate(api, user, other_user):
-    mine = services.memory_write(user=other_user, content="I live in Porto", memory_type="semantic")
+    mine = memory_write(user=other_user, content="I live in Porto", memory_type="semantic")
     response = add(api, "I live in Porto")
     assert response.status_code == 201 and response.json()["id"] != str(mine.memory.pk)
     assert Memory.objects.get(pk=mine.memory.pk).superseded_by is None  # nor superseded by another user
 
 
 def test_a_fact_that_says_no_more_merges_and_keeps_its_provenance(user):
-    first = services.memory_write(user=user, content="I am vegetarian", memory_type="semantic")
-    again = services.memory_write(user=user, content="I'm vegetarian.", memory_type="semantic", via="tool")
+    first = memory_write(user=user, content="I am vegetarian", memory_type="semantic")
+    again = memory_write(user=user, content="I'm vegetarian.", memory_type="semantic", via="tool")
     assert again.action == curation.MERGE and again.memory.pk == first.memory.pk
     assert again.memory.seen_count == 2 and [s["via"] for s in again.memory.sources] == ["system", "tool"]
     edit = MemoryEdit.objects.get(memory=first.memory)
@@ -51,9 +54,9 @@ def test_a_fact_that_says_no_more_merges_and_keeps_its_provenance(user):
 
 
 def test_similar_sentences_about_different_things_are_both_kept(user):
-    services.memory_write(user=user, content="I have a cat named Mochi", memory_type="semantic")
+    memory_write(user=user, content="I have a cat named Mochi", memory_type="semantic")
     for content in ("I have a dog named Bao", "I don't have a cat named Mochi", "我有一只猫", "我有两只猫"):
-        assert services.memory_write(user=user, content=content, memory_type="semantic").action == "add"
+        assert memory_write(user=user, content=content, memory_type="semantic").action == "add"
 
 
 def test_a_newer_employer_supersedes_the_older_and_search_follows(api, user):
@@ -81,17 +84,17 @@ def test_a_newer_employer_supersedes_the_older_and_search_follows(api, user):
 
 
 def test_chinese_facts_supersede_too(user):
-    shanghai = services.memory_write(user=user, content="我住在上海", memory_type="semantic").memory
-    moved = services.memory_write(user=user, content="我搬到杭州了", memory_type="semantic")
+    shanghai = memory_write(user=user, content="我住在上海", memory_type="semantic").memory
+    moved = memory_write(user=user, content="我搬到杭州了", memory_type="semantic")
     assert moved.action == "supersede" and moved.superseded == (shanghai,)
-    name = services.memory_write(user=user, content="我叫小明", memory_type="semantic").memory
-    assert services.memory_write(user=user, content="用户名叫小明", memory_type="semantic").memory == name
+    name = memory_write(user=user, content="我叫小明", memory_type="semantic").memory
+    assert memory_write(user=user, content="用户名叫小明", memory_type="semantic").memory == name
 
 
 def test_an_imported_older_fact_goes_in_already_superseded(user):
     now = timezone.now()
-    current = services.memory_write(user=user, content="I live in Lyon", memory_type="semantic").memory
-    older = services.memory_write(
+    current = memory_write(user=user, content="I live in Lyon", memory_type="semantic").memory
+    older = memory_write(
         user=user, content="I live in Paris", memory_type="semantic", created_at=now - timedelta(days=400)
     )
     assert older.action == "supersede" and older.memory.superseded_by == current
@@ -116,19 +119,19 @@ def test_bulk_writes_check_each_item_against_the_ones_before(api, user):
 
 
 def test_events_repeat_only_within_minutes_and_working_memory_within_its_session(user):
-    session = services.session_for_key(user=user, key="s1")
+    session = session_for_key(user=user, key="s1")
     day = timezone.now() - timedelta(days=3)
-    first = services.memory_write(
+    first = memory_write(
         user=user, content="Ran 5 km", memory_type="episodic", session=session, created_at=day
     )
-    same = services.memory_write(
+    same = memory_write(
         user=user,
         content="Ran 5 km",
         memory_type="episodic",
         session=session,
         created_at=day + timedelta(minutes=2),
     )
-    later = services.memory_write(
+    later = memory_write(
         user=user,
         content="Ran 5 km",
         memory_type="episodic",
@@ -137,9 +140,9 @@ def test_events_repeat_only_within_minutes_and_working_memory_within_its_session
     )
     assert (same.action, same.memory) == ("duplicate", first.memory)
     assert later.action == "add"
-    assert services.memory_write(user=user, content="hello", session=session).action == "add"
-    assert services.memory_write(user=user, content="hello", session=session).action == "duplicate"
-    assert services.memory_write(user=user, content="hello").action == "add"
+    assert memory_write(user=user, content="hello", session=session).action == "add"
+    assert memory_write(user=user, content="hello", session=session).action == "duplicate"
+    assert memory_write(user=user, content="hello").action == "add"
 
 
 def test_the_memory_tool_says_duplicate(user):
@@ -163,8 +166,8 @@ def test_the_memory_tool_says_duplicate(user):
 
 
 def test_the_page_links_a_superseded_fact_to_its_successor_and_reinstates_it(logged_in, user, other_user):
-    old = services.memory_write(user=user, content="My manager is Kofi", memory_type="semantic").memory
-    new = services.memory_write(user=user, content="My manager is Lena", memory_type="semantic").memory
+    old = memory_write(user=user, content="My manager is Kofi", memory_type="semantic").memory
+    new = memory_write(user=user, content="My manager is Lena", memory_type="semantic").memory
     page = logged_in.get(f"/memories/{old.pk}/").content.decode()
     assert f"/memories/{new.pk}/" in page and "Make current again" in page
     assert "My manager is Kofi" in logged_in.get(f"/memories/{new.pk}/").content.decode()  # "Replaces"
@@ -172,9 +175,7 @@ def test_the_page_links_a_superseded_fact_to_its_successor_and_reinstates_it(log
     assert "superseded" in listing
     logged_in.post(f"/memories/{old.pk}/reinstate/")
     assert Memory.objects.get(pk=old.pk).superseded_by is None
-    theirs = services.memory_write(
-        user=other_user, content="My manager is Ada", memory_type="semantic"
-    ).memory
+    theirs = memory_write(user=other_user, content="My manager is Ada", memory_type="semantic").memory
     assert logged_in.post(f"/memories/{theirs.pk}/reinstate/").status_code == 404
 
 
@@ -208,9 +209,9 @@ def test_the_profile_groups_current_facts_by_kind(api, user, other_user):
         "I like green tea",
         "The user has a cat named Mochi",
     ):
-        services.memory_write(user=user, content=content, memory_type="semantic")
-    services.memory_write(user=user, content="Went hiking in Sintra", memory_type="episodic")
-    services.memory_write(user=other_user, content="My name is Mallory", memory_type="semantic")
+        memory_write(user=user, content=content, memory_type="semantic")
+    memory_write(user=user, content="Went hiking in Sintra", memory_type="episodic")
+    memory_write(user=other_user, content="My name is Mallory", memory_type="semantic")
     groups = {
         g["kind"]: [m["content"] for m in g["memories"]] for g in api("get", "/profile").json()["groups"]
     }
@@ -227,11 +228,11 @@ def test_the_profile_groups_current_facts_by_kind(api, user, other_user):
 def test_what_do_you_know_about_me_answers_from_the_profile_in_a_new_session(logged_in, user):
     from agents.agent import Agent
 
-    first = services.session_for_key(user=user, key="day-1")
+    first = session_for_key(user=user, key="day-1")
     Agent(user=user, session=first).run("我叫小明，我在上海做数据分析。I also have a cat named Mochi.")
     for note in ("Quarterly report draft is in the shared drive", "Buy printer paper", "Dentist on Friday"):
-        services.memory_write(user=user, content=note, memory_type="episodic")
-    later = services.session_for_key(user=user, key="day-2")
+        memory_write(user=user, content=note, memory_type="episodic")
+    later = session_for_key(user=user, key="day-2")
     for question in ("What do you know about me?", "你对我了解多少？"):
         answer = Agent(user=user, session=later).run(question).text
         for fact in ("用户名叫小明", "用户在上海做数据分析", "The user has a cat named Mochi"):
@@ -245,38 +246,38 @@ def test_what_do_you_know_about_me_answers_from_the_profile_in_a_new_session(log
 
 
 def test_the_model_decides_update_and_supersede_as_validated_json(fake_llm, user):
-    acme = services.memory_write(user=user, content="I work at Acme", memory_type="semantic").memory
-    cat = services.memory_write(user=user, content="The user has a cat", memory_type="semantic").memory
+    acme = memory_write(user=user, content="I work at Acme", memory_type="semantic").memory
+    cat = memory_write(user=user, content="The user has a cat", memory_type="semantic").memory
     fake_llm.curation_prompts.clear()
     fake_llm.curation_replies = [
         '{"decision": "update", "targets": [0], "text": "The user has a cat named Mochi", "reason": "adds the name"}',
         '```json\n{"decision": "supersede", "targets": [0], "reason": "a new employer"}\n```',
     ]
-    merged = services.memory_write(user=user, content="My cat is called Mochi", memory_type="semantic")
+    merged = memory_write(user=user, content="My cat is called Mochi", memory_type="semantic")
     assert (merged.action, merged.memory.pk) == ("merge", cat.pk)
     cat.refresh_from_db()
     assert cat.content == "The user has a cat named Mochi" and cat.seen_count == 2
     assert any(e.reason == "the model: adds the name" for e in cat.edits.all())
     assert "0. The user has a cat" in fake_llm.curation_prompts[0]
 
-    globex = services.memory_write(user=user, content="Started at Globex this week", memory_type="semantic")
+    globex = memory_write(user=user, content="Started at Globex this week", memory_type="semantic")
     assert globex.action == "supersede" and globex.superseded == (acme,)
     assert Memory.objects.get(pk=acme.pk).edits.get().reason == "the model: a new employer"
 
 
 def test_a_failing_or_invalid_model_falls_back_to_the_offline_rules(fake_llm, user):
-    services.memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
+    memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
     fake_llm.curation_replies = ['{"decision": "supersede", "targets": [7]}']  # no memory 7: refused
-    moved = services.memory_write(user=user, content="I live in Porto", memory_type="semantic")
+    moved = memory_write(user=user, content="I live in Porto", memory_type="semantic")
     assert moved.action == "supersede" and moved.reason.startswith(
         "offline rules (the model's decision failed"
     )
     fake_llm.mode = "error"
-    again = services.memory_write(user=user, content="I live in Braga", memory_type="semantic")
+    again = memory_write(user=user, content="I live in Braga", memory_type="semantic")
     assert again.action == "supersede" and "offline rules" in again.reason
     fake_llm.mode = "normal"
     fake_llm.curation_replies = ['{"decision": "ignore", "targets": [0], "reason": "same place"}']
-    same = services.memory_write(user=user, content="Braga is where I live", memory_type="semantic")
+    same = memory_write(user=user, content="Braga is where I live", memory_type="semantic")
     assert same.action == "duplicate" and same.memory.content == "I live in Braga"
 
 
@@ -286,14 +287,12 @@ def test_a_failing_or_invalid_model_falls_back_to_the_offline_rules(fake_llm, us
 def seed_unclean(user):
     """A store written before curation: bulk writes with the checks off."""
     items = [
-        services.NewMemory("I live in Paris", "semantic", created_at=timezone.now() - timedelta(days=30)),
-        services.NewMemory("I live in Paris.", "semantic", created_at=timezone.now() - timedelta(days=20)),
-        services.NewMemory("I live in Lyon", "semantic", created_at=timezone.now() - timedelta(days=10)),
-        services.NewMemory(
-            "I have a dog named Bao", "semantic", created_at=timezone.now() - timedelta(days=5)
-        ),
+        NewMemory("I live in Paris", "semantic", created_at=timezone.now() - timedelta(days=30)),
+        NewMemory("I live in Paris.", "semantic", created_at=timezone.now() - timedelta(days=20)),
+        NewMemory("I live in Lyon", "semantic", created_at=timezone.now() - timedelta(days=10)),
+        NewMemory("I have a dog named Bao", "semantic", created_at=timezone.now() - timedelta(days=5)),
     ]
-    return [w.memory for w in services.memory_bulk_create(user=user, items=items, curate=False)]
+    return [w.memory for w in memory_bulk_create(user=user, items=items, curate=False)]
 
 
 def test_dedupe_dry_run_lists_proposals_and_changes_nothing(api, user):
@@ -356,12 +355,10 @@ def test_the_api_queues_and_decides_proposals(api, user):
 def test_consolidation_proposes_what_a_promoted_memory_repeats_or_outdates(user):
     from memories.models import Proposal
 
-    services.memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
-    session = services.session_for_key(user=user, key="s")
-    services.memory_write(user=user, content="I live in Porto", importance=0.9, session=session)
-    promoted = services.memories_consolidate(
-        user=user, from_type="working", to_type="semantic", session=session
-    )
+    memory_write(user=user, content="I live in Lisbon", memory_type="semantic")
+    session = session_for_key(user=user, key="s")
+    memory_write(user=user, content="I live in Porto", importance=0.9, session=session)
+    promoted = memories_consolidate(user=user, from_type="working", to_type="semantic", session=session)
     proposal = Proposal.objects.get(user=user)
     assert (proposal.action, proposal.target) == ("supersede", promoted[0])
     assert proposal.memory.content == "I live in Lisbon" and proposal.memory.superseded_by is None
@@ -379,52 +376,46 @@ def test_consolidation_proposes_what_a_promoted_memory_repeats_or_outdates(user)
     ],
 )
 def test_quotes_dashes_and_full_width_forms_make_no_new_memory(user, first, again):
-    stored = services.memory_write(user=user, content=first, memory_type="semantic")
-    repeat = services.memory_write(user=user, content=again, memory_type="semantic")
+    stored = memory_write(user=user, content=first, memory_type="semantic")
+    repeat = memory_write(user=user, content=again, memory_type="semantic")
     assert repeat.action == curation.DUPLICATE and repeat.memory.pk == stored.memory.pk
     assert Memory.objects.filter(user=user).count() == 1
 
 
 def test_a_value_named_more_or_less_closely_is_the_same_fact(user):
-    board = services.memory_write(
-        user=user, content="Omar's favourite board game is Go", memory_type="semantic"
-    )
-    card = services.memory_write(
-        user=user, content="Omar's favourite card game is bridge", memory_type="semantic"
-    )
+    board = memory_write(user=user, content="Omar's favourite board game is Go", memory_type="semantic")
+    card = memory_write(user=user, content="Omar's favourite card game is bridge", memory_type="semantic")
     assert card.action == curation.ADD  # another kind of game: both hold
-    newer = services.memory_write(
-        user=user, content="Omar’s favourite game is now chess.", memory_type="semantic"
-    )
+    newer = memory_write(user=user, content="Omar’s favourite game is now chess.", memory_type="semantic")
     assert newer.action == curation.SUPERSEDE
     assert {m.pk for m in newer.superseded} == {board.memory.pk, card.memory.pk}
     assert "omar's favourite game is chess" in newer.reason
 
 
 def test_a_fact_restated_in_the_other_language_is_a_repeat_and_a_new_value_replaces_it(user):
-    vienna = services.memory_write(user=user, content="The user lives in Vienna.", memory_type="semantic")
-    again = services.memory_write(user=user, content="我住在维也纳。", memory_type="semantic")
+    vienna = memory_write(user=user, content="The user lives in Vienna.", memory_type="semantic")
+    again = memory_write(user=user, content="我住在维也纳。", memory_type="semantic")
     assert again.action == curation.MERGE and again.memory.pk == vienna.memory.pk
     assert Memory.objects.get(pk=vienna.memory.pk).superseded_by is None
-    moved = services.memory_write(user=user, content="我现在住在马德里。", memory_type="semantic")
+    moved = memory_write(user=user, content="我现在住在马德里。", memory_type="semantic")
     assert moved.action == curation.SUPERSEDE and [m.pk for m in moved.superseded] == [vienna.memory.pk]
 
 
 def test_a_value_the_other_language_may_name_is_neither_replaced_nor_merged(user):
-    first = services.memory_write(user=user, content="The user works at Bramblecote.", memory_type="semantic")
-    other = services.memory_write(user=user, content="我在布兰布科特工作。", memory_type="semantic")
+    first = memory_write(user=user, content="The user works at Bramblecote.", memory_type="semantic")
+    other = memory_write(user=user, content="我在布兰布科特工作。", memory_type="semantic")
     assert other.action == curation.ADD  # perhaps the same employer, perhaps not: both kept
     assert Memory.objects.get(pk=first.memory.pk).superseded_by is None
 
 
 def test_swapped_names_and_numbers_are_no_repeat(user):
-    services.memory_write(user=user, content="Elif taught Jonas to sail last summer.", memory_type="semantic")
-    swapped = services.memory_write(
+    memory_write(user=user, content="Elif taught Jonas to sail last summer.", memory_type="semantic")
+    swapped = memory_write(
         user=user, content="Jonas taught Elif to sail last summer.", memory_type="semantic"
     )
     assert swapped.action == curation.ADD
-    services.memory_write(user=user, content="阿敏把三本书借给了小周。", memory_type="semantic")
-    numbers = services.memory_write(user=user, content="阿敏把五本书借给了小周。", memory_type="semantic")
+    memory_write(user=user, content="阿敏把三本书借给了小周。", memory_type="semantic")
+    numbers = memory_write(user=user, content="阿敏把五本书借给了小周。", memory_type="semantic")
     assert numbers.action == curation.ADD
 
 
@@ -441,10 +432,8 @@ def test_an_edit_that_repeats_another_memory_is_folded_into_it(api, user):
 
 
 def test_an_edit_on_the_page_that_states_a_new_value_supersedes_the_old_fact(logged_in, user):
-    dentist = services.memory_write(
-        user=user, content="The user's dentist is Dr Haddad.", memory_type="semantic"
-    )
-    running = services.memory_write(user=user, content="I run along the canal.", memory_type="semantic")
+    dentist = memory_write(user=user, content="The user's dentist is Dr Haddad.", memory_type="semantic")
+    running = memory_write(user=user, content="I run along the canal.", memory_type="semantic")
     page = logged_in.post(
         f"/memories/{running.memory.pk}/edit/",
         {
@@ -474,17 +463,13 @@ def test_finding_duplicates_in_a_store_sees_text_typed_differently(user):
     from memories import cleaning
 
     items = [
-        services.NewMemory(
-            "Nadia's go-to editor is Helix", "semantic", created_at=timezone.now() - timedelta(days=2)
-        ),
-        services.NewMemory(
+        NewMemory("Nadia's go-to editor is Helix", "semantic", created_at=timezone.now() - timedelta(days=2)),
+        NewMemory(
             "Nadia’s go-to editor is Helix!!", "semantic", created_at=timezone.now() - timedelta(days=1)
         ),
-        services.NewMemory("我住在维也纳", "semantic", created_at=timezone.now() - timedelta(hours=5)),
-        services.NewMemory("The user lives in Vienna", "semantic", created_at=timezone.now()),
+        NewMemory("我住在维也纳", "semantic", created_at=timezone.now() - timedelta(hours=5)),
+        NewMemory("The user lives in Vienna", "semantic", created_at=timezone.now()),
     ]
-    first, again, zh, en = (
-        w.memory for w in services.memory_bulk_create(user=user, items=items, curate=False)
-    )
+    first, again, zh, en = (w.memory for w in memory_bulk_create(user=user, items=items, curate=False))
     drafts = cleaning.propose(user)
     assert [(d.action, d.memory, d.target) for d in drafts] == [("merge", again, first), ("merge", en, zh)]

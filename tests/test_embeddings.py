@@ -11,18 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embeddings import (
-    Embedder,
-    EmbeddingError,
-    EmbeddingSet,
-    MiniLMEmbedder,
-    MultilingualE5Embedder,
-    OpenAIEmbedder,
-    UniversalSentenceEncoder,
-    build_embedding_set,
-    build_embedding_set_from_env,
-    check_model_type,
-)
+from core.embedders.base import Embedder, EmbeddingError
+from core.embedders.local import MiniLMEmbedder, MultilingualE5Embedder, UniversalSentenceEncoder
+from core.embedders.remote import OpenAIEmbedder
+from core.embeddings import EmbeddingSet, build_embedding_set, build_embedding_set_from_env, check_model_type
 from core.model_files import LOCAL_MODELS, UnverifiedWeights, verified_paths
 from core.text import CJK, LATIN, cjk_ratio, count_tokens, script_of
 

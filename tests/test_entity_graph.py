@@ -4,11 +4,13 @@ import math
 
 import pytest
 
+from memories.actions.forgetting import memories_delete
+from memories.actions.write import memory_create
 from memories.entities import entity_key, extract
+from memories.entity_links import link_entities
 from memories.graph import entity_merge
 from memories.models import Entity, Memory, MemoryEntity, Relation
 from memories.retrieval import search_memories
-from memories.services import link_entities, memories_delete, memory_create
 from memories.tools import MemoryTool
 
 pytestmark = pytest.mark.django_db(transaction=True)

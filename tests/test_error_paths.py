@@ -7,8 +7,8 @@ import pytest
 
 from core.models import MirrorState
 from knowledge.models import Document
+from memories.actions.write import memory_create
 from memories.models import Memory
-from memories.services import memory_create
 
 pytestmark = pytest.mark.django_db
 

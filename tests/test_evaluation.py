@@ -19,8 +19,10 @@ from core import ranking
 from core.services import api_key_create
 from knowledge.models import Chunk
 from knowledge.services import document_create_from_text
+from memories.actions.edit import memory_archive
+from memories.actions.forgetting import memories_delete
+from memories.actions.write import memory_create
 from memories.models import Memory
-from memories.services import memories_delete, memory_archive, memory_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core import stores
+from knowledge.mirror import COLLECTION, chunk_store
 from knowledge.models import Chunk, Document
-from knowledge.services import COLLECTION, chunk_store
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,7 +133,7 @@ def test_a_corrupt_pdf_fails_with_the_reason_and_no_chunks(client, write_key):
 
 
 def test_an_embedding_failure_fails_the_document_and_stores_no_vectors(client, write_key, monkeypatch):
-    from core.embeddings import EmbeddingError
+    from core.embedders.base import EmbeddingError
 
     embedding_set = stores.embedding_set()
 
@@ -224,7 +224,8 @@ def test_rag_tool_endpoint_refuses_server_file_paths(client, write_key):
 
 
 def test_cancel_stops_an_ingestion(client, write_key, user):
-    from knowledge.services import document_cancel, ingest
+    from knowledge.ingest import ingest
+    from knowledge.services import document_cancel
 
     document = Document.objects.create(user=user, title="t", sha256=uuid.uuid4().hex * 2, status="queued")
     document_cancel(document=document)

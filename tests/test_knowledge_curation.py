@@ -9,11 +9,12 @@ from django.urls import reverse
 
 from core.models import MirrorState
 from core.text import count_tokens
-from knowledge import services
+from knowledge import ingest, mirror, services
 from knowledge.curation import chunk_update
+from knowledge.ingest import NO_TEXT_IN_IMAGE
+from knowledge.mirror import COLLECTION, chunk_store
 from knowledge.models import Chunk, ChunkEdit, ChunkEditVia, Document, DocumentStatus
 from knowledge.search import ask, search_chunks
-from knowledge.services import COLLECTION, NO_TEXT_IN_IMAGE, chunk_store
 from knowledge.tools import RAGTool
 from tests import fixtures_knowledge as fk
 
@@ -83,7 +84,7 @@ def chunk_path(chunk: Chunk) -> str:
 
 def test_a_disabled_chunk_is_returned_by_no_search_ask_tool_or_chat_until_enabled(api, user):
     from agents.agent import Agent
-    from memories.services import session_for_key
+    from memories.actions.rules import session_for_key
 
     document = ingest_text(user)
     chunk = tides(document)
@@ -121,10 +122,10 @@ def test_a_disabled_chunk_stays_out_of_the_vector_store_through_sync_and_resync(
     chunk = tides(ingest_text(user))
     chunk_update(chunk=chunk, via=ChunkEditVia.ADMIN, enabled=False)
     Chunk.objects.filter(pk=chunk.pk).update(mirror_state=MirrorState.PENDING)  # as a lost task leaves it
-    assert services.unsynced_chunk_ids(10) == [str(chunk.pk)]
-    services.sync_chunks(services.unsynced_chunk_ids(10))
+    assert mirror.unsynced_chunk_ids(10) == [str(chunk.pk)]
+    mirror.sync_chunks(mirror.unsynced_chunk_ids(10))
     assert str(chunk.pk) not in points()
-    assert services.unsynced_chunk_ids(10) == []  # the sweep does not pick it again and again
+    assert mirror.unsynced_chunk_ids(10) == []  # the sweep does not pick it again and again
     call_command("resync_mirrors", "--all", stdout=open("/dev/null", "w"))
     assert str(chunk.pk) not in points()
     assert len(points()) == Chunk.objects.active().count() == 1
@@ -261,12 +262,12 @@ def test_rechunking_replaces_every_chunk_with_the_new_settings(api, user):
 def test_rechunking_in_the_background_goes_through_the_usual_states(api, user, monkeypatch):
     document = ingest_text(user, text=LONG, title="logbook")
     seen: list[str] = []
-    ingest = services.ingest
+    ingest_now = ingest.ingest
     monkeypatch.setattr(
         services,
         "dispatch_on_commit",
         lambda task, document_id: (
-            seen.append(Document.objects.get(pk=document_id).status) or ingest(document_id)
+            seen.append(Document.objects.get(pk=document_id).status) or ingest_now(document_id)
         ),
     )
     body = api("post", f"/documents/{document.pk}/rechunk", {"chunk_size": 100, "chunk_overlap": 0}).json()
@@ -342,7 +343,7 @@ def test_workbook_chunks_name_their_sheet(client, write_key, api, user, tmp_path
 
 def test_the_chat_names_the_page_of_each_passage_it_answers_from(user, tmp_path, settings, fake_llm):
     from agents.agent import Agent
-    from memories.services import session_for_key
+    from memories.actions.rules import session_for_key
 
     services.document_create(
         user=user,

@@ -4,8 +4,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from knowledge.ingest import NO_TEXT_IN_IMAGE
 from knowledge.models import Chunk, ChunkEdit, Document
-from knowledge.services import NO_TEXT_IN_IMAGE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

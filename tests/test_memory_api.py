@@ -6,8 +6,8 @@ import pytest
 from core import hybrid, stores
 from core.models import MirrorState
 from memories import mirror
+from memories.actions.write import memory_create
 from memories.models import Memory
-from memories.services import memory_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -485,7 +485,7 @@ def test_a_new_memory_is_embedded_and_written_to_the_vector_store_once(api, monk
 
 def test_search_leaves_out_chat_copies_unless_asked_and_the_browser_shows_them(api, user, logged_in):
     from agents.agent import Agent
-    from memories.services import session_for_key
+    from memories.actions.rules import session_for_key
 
     Agent(user=user, session=session_for_key(user=user, key="garden")).run("Is the tomato seedling tray dry?")
     memory_create(

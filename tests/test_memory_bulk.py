@@ -4,10 +4,11 @@ page sizes and entity links (memories.listing)."""
 import pytest
 from django.urls import reverse
 
+from memories.actions.edit import memory_archive
+from memories.actions.write import memory_create
 from memories.bulk import MAX_BULK
 from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity
 from memories.retrieval import search_memories
-from memories.services import memory_archive, memory_create
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,12 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from core.models import MirrorState
+from memories.actions.edit import memory_archive, memory_update
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
+from memories.listing import PAGE_SIZE, Cursor
 from memories.models import AgentSession, ChatMessage, EditVia, Entity, Memory, MemoryEdit, MemoryEntity
 from memories.retrieval import SCORE_PARTS
-from memories.services import memory_archive, memory_create, memory_update, session_for_key
-from memories.views import PAGE_SIZE, Cursor
 
 pytestmark = pytest.mark.django_db
 
@@ -426,6 +428,18 @@ def test_edit_history_is_shown_on_the_detail_page(logged_in, user):
     assert '<span class="new">0.7</span>' in html
     assert "<td>alice</td>" in html
     assert '<span class="tag">page</span>' in html
+
+
+def test_an_edit_record_reads_as_field_old_new_rows_even_when_it_is_not_a_mapping():
+    from memories.history import change_rows
+
+    record = {"tags": [["rust"], ["rust", "go"]], "archived_at": [None, "2026-01-02T03:04:05+00:00"]}
+    assert change_rows(record) == [
+        ("archived_at", "—", "2026-01-02T03:04:05+00:00"),
+        ("tags", '["rust"]', '["rust", "go"]'),
+    ]
+    # A record written by hand or by an older version: shown as it is, never an error on the page.
+    assert change_rows("merged by an operator") == [("?", "—", "merged by an operator")]
 
 
 def test_delete_from_the_row_removes_it(logged_in, user):
@@ -1174,8 +1188,8 @@ def test_provenance_names_the_chat_message_and_document(logged_in, user):
 
 
 def test_retrievals_page_through_every_access(logged_in, user):
+    from memories.actions.access import record_access
     from memories.history import RETRIEVALS_PER_PAGE
-    from memories.services import record_access
 
     memory = memory_create(user=user, content="often found", memory_type="semantic")
     for i in range(RETRIEVALS_PER_PAGE + 3):
@@ -1194,8 +1208,8 @@ def test_retrievals_older_than_the_retention_are_deleted_and_the_rest_kept(
     from django.utils import timezone
 
     from memories import tasks
+    from memories.actions.access import record_access
     from memories.models import MemoryAccess
-    from memories.services import record_access
 
     memory = memory_create(user=user, content="found for months", memory_type="semantic")
     for age_days in (400, 120, 91, 89, 1):
@@ -1217,7 +1231,7 @@ def test_retrievals_older_than_the_retention_are_deleted_and_the_rest_kept(
 
 
 def test_dashboard_lists_the_most_and_least_retrieved_memories_as_links(logged_in, user, other_user):
-    from memories.services import record_access
+    from memories.actions.access import record_access
 
     popular = memory_create(user=user, content="popular fact", memory_type="semantic")
     once = memory_create(user=user, content="found once", memory_type="semantic")

@@ -222,7 +222,7 @@ def test_stats_counts_by_type(tool):
 
 def test_chat_copies_of_messages_are_found_in_their_own_session_or_when_asked(tool):
     from agents.agent import Agent
-    from memories.services import session_for_key
+    from memories.actions.rules import session_for_key
 
     chat = session_for_key(user=tool.user, key="kitchen-chat")
     Agent(user=tool.user, session=chat).run("hello again")

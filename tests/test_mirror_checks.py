@@ -16,15 +16,16 @@ from django.utils import timezone
 
 from core import mirrors, stores
 from core.models import MirrorState
+from knowledge.mirror import COLLECTION as CHUNKS
+from knowledge.mirror import chunk_store
 from knowledge.models import Chunk
 from knowledge.search import search_chunks
-from knowledge.services import COLLECTION as CHUNKS
-from knowledge.services import chunk_store, document_create_from_text
+from knowledge.services import document_create_from_text
 from knowledge.tasks import sync_unsynced_chunks
 from memories import mirror
+from memories.actions.write import memory_create
 from memories.models import Memory
 from memories.retrieval import search_memories
-from memories.services import memory_create
 from memories.tasks import sync_unsynced_memories
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits: the mirror writes run on commit

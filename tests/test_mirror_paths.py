@@ -7,13 +7,15 @@ from collections import Counter
 import pytest
 
 from core import dispatch, stores
+from knowledge.mirror import COLLECTION as CHUNK_COLLECTION
+from knowledge.mirror import chunk_store
 from knowledge.models import Chunk, Document
-from knowledge.services import COLLECTION as CHUNK_COLLECTION
-from knowledge.services import chunk_store, document_create_from_text, document_delete
+from knowledge.services import document_create_from_text, document_delete
 from memories import mirror
+from memories.actions.forgetting import memories_clear, memories_consolidate, memories_delete
+from memories.actions.write import memory_create
 from memories.graph import entity_delete, relation_delete
 from memories.models import Entity, Memory, Relation
-from memories.services import memories_clear, memories_consolidate, memories_delete, memory_create
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits, so the on-commit mirrors run
 

@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.db import IntegrityError
 
 from knowledge.models import Chunk, Document
+from memories.actions.write import memory_create
 from memories.models import AgentSession, ChatMessage, Entity, Memory, MemoryEntity, Relation
-from memories.services import memory_create
 
 pytestmark = pytest.mark.django_db
 

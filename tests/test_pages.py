@@ -3,7 +3,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from memories.services import memory_create
+from memories.actions.write import memory_create
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from agents.agent import Agent
 from console.portability import MODELS, RENUMBERED, _rows
 from knowledge import services as knowledge
 from memories import graph
+from memories.actions.rules import session_for_key
 from memories.models import EditVia, Entity, EntityType, GraphEdit, Memory
-from memories.services import session_for_key
 
 pytestmark = pytest.mark.django_db
 

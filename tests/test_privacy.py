@@ -88,7 +88,7 @@ def test_refused_data_is_not_stored_and_the_answer_says_why(api, user):
 def test_documents_and_chat_messages_are_screened(logged_in, user):
     from agents.agent import Agent
     from knowledge.services import document_create_from_text
-    from memories.services import session_for_key
+    from memories.actions.rules import session_for_key
 
     accepted = document_create_from_text(
         user=user, title="ops", text=f"# Ops\n\nThe staging key is {OPENAI_KEY}.", background=False

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from console.demo import DEMO_MEMORIES
-from memories import services
+from memories.actions.write import memory_write
 from memories.models import Memory
 from memories.profile import user_profile
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def remember(user, *contents, memory_type="semantic", curate=True):
     return [
-        services.memory_write(user=user, content=content, memory_type=memory_type, curate=curate).memory
+        memory_write(user=user, content=content, memory_type=memory_type, curate=curate).memory
         for content in contents
     ]
 
@@ -85,7 +85,7 @@ def test_the_tutorials_zhang_san_is_a_conflict_for_a_user_named_otherwise(api, u
     user.first_name = "Amara"
     user.save()
     for content, memory_type, importance in DEMO_MEMORIES:
-        services.memory_write(user=user, content=content, memory_type=memory_type, importance=importance)
+        memory_write(user=user, content=content, memory_type=memory_type, importance=importance)
     remember(user, "The user lives in Kumasi")
 
     body = api("get", "/profile").json()
@@ -109,7 +109,7 @@ def test_the_tutorials_zhang_san_is_a_conflict_for_a_user_named_otherwise(api, u
 
 def test_for_the_user_the_demo_is_about_zhang_san_is_who_they_are(user):
     for content, memory_type, importance in DEMO_MEMORIES:
-        services.memory_write(user=user, content=content, memory_type=memory_type, importance=importance)
+        memory_write(user=user, content=content, memory_type=memory_type, importance=importance)
     profile = user_profile(user)
     assert profile.name == "张三" and profile.conflicts == []
     assert [m.content for m in profile.groups["work"]] == [

@@ -2,8 +2,8 @@ import re
 
 import pytest
 
+from knowledge.mirror import COLLECTION, chunk_store
 from knowledge.models import Chunk, Document
-from knowledge.services import COLLECTION, chunk_store
 from knowledge.tools import ACTIONS, RAGTool
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,9 @@ import math
 from django.test import TestCase
 
 from core.text import lexical_terms, query_words
+from memories.actions.write import memory_create
 from memories.entities import name_keys
 from memories.retrieval import search_memories
-from memories.services import memory_create
 
 
 def add(user, *contents, memory_type="semantic"):
@@ -184,8 +184,9 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
 
     from core import hybrid
     from core.vectorstore import Point
+    from knowledge.mirror import COLLECTION, chunk_store
     from knowledge.models import Chunk
-    from knowledge.services import COLLECTION, chunk_store, document_create_from_text
+    from knowledge.services import document_create_from_text
     from memories import mirror
 
     [memory] = add(user, "The user works as a data engineer at Acme.")
@@ -209,6 +210,19 @@ def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
     assert chunk_point.payload[hybrid.CJK] is False
 
 
+def test_a_vector_size_the_embedders_do_not_make_is_refused_naming_both_settings(settings):
+    import pytest
+
+    from core import hybrid
+    from core.vectorstore import VectorStoreConfigError
+
+    settings.QDRANT_VECTOR_SIZE = 7  # no embedder of the set writes 7 dimensions
+    with pytest.raises(VectorStoreConfigError) as refused:
+        hybrid.collection_spec("notes", (), ())
+    assert "QDRANT_VECTOR_SIZE=7 does not match" in str(refused.value)
+    assert "unset QDRANT_VECTOR_SIZE or change the embedder" in str(refused.value)
+
+
 def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypatch):
     import pytest
     from django.core.management import call_command
@@ -219,11 +233,11 @@ def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypa
     from memories import mirror
 
     # A store from an install whose EMBED_MODEL_TYPE held only USE: this one's other spaces are missing.
-    spec = stores.collection_spec(mirror.COLLECTION, (), ())
+    spec = hybrid.collection_spec(mirror.COLLECTION, (), ())
     old = CollectionSpec(name=mirror.COLLECTION, dense={"use": spec.dense["use"]}, sparse=(hybrid.LEXICAL,))
     stores.vector_store().ensure_collection(old)
     with pytest.raises(VectorStoreConfigError, match="resync_mirrors --rebuild"):
-        stores.collection_store(mirror.COLLECTION)
+        hybrid.collection_store(mirror.COLLECTION)
     [memory] = add(user, "The user works as a data engineer at Acme.")
     add(user, "Tomek keeps bees on the roof.", "Ola repairs old radios.")
     memory.refresh_from_db()

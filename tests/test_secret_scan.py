@@ -14,6 +14,9 @@ from core.models import PrivacySettings
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from knowledge.services import document_create_from_text
+from memories.actions.edit import memory_update
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.entities import entity_key
 from memories.models import (
     ChatMessage,
@@ -26,7 +29,6 @@ from memories.models import (
     MemoryEntity,
 )
 from memories.retrieval import search_memories
-from memories.services import memory_create, memory_update, session_for_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

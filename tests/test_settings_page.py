@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from core.services import api_key_create
-from memories import services
+from memories.actions.write import NewMemory, memory_bulk_create
 from memories.models import MemoryEntity, Proposal
 
 pytestmark = pytest.mark.django_db
@@ -107,11 +107,11 @@ def test_an_import_error_is_an_error_flash_on_the_data_tab(logged_in):
 
 def _two_proposals(user):
     items = [
-        services.NewMemory("I live in Paris", "semantic", created_at=timezone.now() - timedelta(days=30)),
-        services.NewMemory("I live in Paris.", "semantic", created_at=timezone.now() - timedelta(days=20)),
-        services.NewMemory("I live in Lyon", "semantic", created_at=timezone.now() - timedelta(days=10)),
+        NewMemory("I live in Paris", "semantic", created_at=timezone.now() - timedelta(days=30)),
+        NewMemory("I live in Paris.", "semantic", created_at=timezone.now() - timedelta(days=20)),
+        NewMemory("I live in Lyon", "semantic", created_at=timezone.now() - timedelta(days=10)),
     ]
-    services.memory_bulk_create(user=user, items=items, curate=False)
+    memory_bulk_create(user=user, items=items, curate=False)
 
 
 def test_review_messages_say_rejected_and_approved_in_words(logged_in, user):

@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from core import stores
 from memories import mirror
+from memories.actions.write import memory_create
 from memories.retrieval import search_memories
-from memories.services import memory_create
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,9 @@ from django.urls import reverse
 from agents.agent import Agent
 from core.services import api_key_create
 from memories import facets
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import AgentSession, ChatMessage, Memory
-from memories.services import memory_create, session_for_key
 from memories.tools import MemoryTool
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,9 @@ from django.utils import timezone
 from console.users import summarize
 from core.services import api_key_create
 from knowledge.models import Document
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import AgentSession, Memory
-from memories.services import memory_create, session_for_key
 
 pytestmark = pytest.mark.django_db
 

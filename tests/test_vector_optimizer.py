@@ -202,7 +202,7 @@ def test_the_periodic_task_optimizes_the_servers_store_once_it_is_quiet(
     from core import stores
     from core.tasks import optimize_vectors_when_quiet
     from memories import mirror
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     with django_capture_on_commit_callbacks(execute=True):  # the mirror writes on commit
         memory_create(user=user, content="李四是前端工程师", memory_type="semantic")

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from console.models import EvaluationRun, GoldenQuestion
-from memories.services import memory_create
+from memories.actions.write import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from knowledge.models import Chunk, Document
-from memories import services
+from memories.actions.rules import session_for_key
+from memories.actions.write import NewMemory, memory_bulk_create, memory_create
 from memories.cleaning import propose, queue
 from memories.models import ChatMessage, ChatRole
 
@@ -27,13 +28,11 @@ def pages(user, django_user_model):
     user.is_staff = True
     user.save()
     lena = django_user_model.objects.create_user(username="lena", password="x" * 12)
-    services.memory_create(user=lena, content="Lena keeps the harbour office keys", memory_type="semantic")
-    session = services.session_for_key(user=user, key="chat-with-a-rather-long-session-key-2026-12-06")
-    memory = services.memory_create(
-        user=user, content=f"{LONG} (detail)", memory_type="episodic", session=session
-    )
+    memory_create(user=lena, content="Lena keeps the harbour office keys", memory_type="semantic")
+    session = session_for_key(user=user, key="chat-with-a-rather-long-session-key-2026-12-06")
+    memory = memory_create(user=user, content=f"{LONG} (detail)", memory_type="episodic", session=session)
     for i in range(3):
-        services.memory_create(
+        memory_create(
             user=user,
             content=f"{LONG} ({i})",
             memory_type="semantic",
@@ -42,12 +41,10 @@ def pages(user, django_user_model):
         )
     old = timezone.now() - timedelta(days=30)
     items = [
-        services.NewMemory("Alice lives in the old town of Porto", "semantic", created_at=old),
-        services.NewMemory(
-            "Alice lives in the old town of Porto.", "semantic", created_at=old + timedelta(days=1)
-        ),
+        NewMemory("Alice lives in the old town of Porto", "semantic", created_at=old),
+        NewMemory("Alice lives in the old town of Porto.", "semantic", created_at=old + timedelta(days=1)),
     ]
-    services.memory_bulk_create(user=user, items=items, curate=False)
+    memory_bulk_create(user=user, items=items, curate=False)
     queue(user, propose(user))
     document = Document.objects.create(
         user=user,

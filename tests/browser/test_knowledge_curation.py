@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import Page, expect
 
-from knowledge import services
+from knowledge import ingest, services
 from knowledge.models import Chunk, Document
 from tests import fixtures_knowledge as fk
 from tests.browser.test_narrow_screens import PHONE, assert_fits
@@ -131,7 +131,7 @@ def test_rechunk_a_document_and_watch_it_become_ready_again(
     expect(page.get_by_text("Chunking again at 60 tokens with 0 overlap.")).to_be_visible()
     assert queued == [str(document.pk)]
 
-    services.ingest(queued.pop())  # the page polls, then reloads itself with the new chunks
+    ingest.ingest(queued.pop())  # the page polls, then reloads itself with the new chunks
     count = Document.objects.get(pk=document.pk).chunks.count()
     assert count > 5
     expect(page.locator("#chunk-list .chunk")).to_have_count(count, timeout=15_000)

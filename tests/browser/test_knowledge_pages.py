@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from knowledge import services
+from knowledge import ingest, services
 from knowledge.models import Document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -45,7 +45,7 @@ def test_upload_watch_the_row_become_ready_then_read_the_document(
     expect(row.locator(".badge")).to_have_text("embedding")
     expect(row.get_by_role("progressbar")).to_have_attribute("value", "60")
 
-    services.ingest(queued.pop())
+    ingest.ingest(queued.pop())
     expect(row.locator(".badge")).to_have_text("ready")
     expect(row.get_by_role("progressbar")).to_have_attribute("value", "100")
     expect(row).not_to_have_attribute("hx-trigger", "every 1s")  # polling stopped

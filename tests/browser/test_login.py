@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from memories.services import memory_create
+from memories.actions.write import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -108,7 +108,7 @@ def test_add_every_type_and_see_and_download_the_image(
 def test_edit_metadata_session_and_expiry_then_restore_a_version(
     live_server, page: Page, log_in, csp_violations, django_user_model, tmp_path
 ):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     user = django_user_model.objects.create_user(username="alice", password=PASSWORD)
     memory = memory_create(
@@ -156,7 +156,7 @@ def test_edit_metadata_session_and_expiry_then_restore_a_version(
 def test_an_api_search_shows_on_the_memory_and_the_dashboard(
     live_server, page: Page, log_in, csp_violations, django_user_model, tmp_path
 ):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     user = django_user_model.objects.create_user(username="alice", password=PASSWORD)
     memory = memory_create(user=user, content="the office is in Lisbon", memory_type="semantic")

@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from memories.actions.write import memory_create
 from memories.models import Entity, Memory, MemoryEntity
 from memories.retrieval import search_memories
-from memories.services import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

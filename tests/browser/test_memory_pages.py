@@ -3,8 +3,8 @@
 import pytest
 from playwright.sync_api import Page, expect
 
+from memories.actions.write import memory_create
 from memories.models import Memory, MemoryEdit
-from memories.services import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

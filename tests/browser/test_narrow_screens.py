@@ -8,8 +8,9 @@ from django.urls import reverse
 from playwright.sync_api import Page, expect
 
 from knowledge.models import Chunk, Document
+from memories.actions.rules import session_for_key
+from memories.actions.write import memory_create
 from memories.models import ChatMessage, ChatRole
-from memories.services import memory_create, session_for_key
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

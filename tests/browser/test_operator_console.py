@@ -9,8 +9,8 @@ from playwright.sync_api import Page, expect
 
 from core.models import SubjectChange
 from core.services import api_key_create
+from memories.actions.write import memory_create
 from memories.models import Entity, Memory, MemoryEdit
-from memories.services import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

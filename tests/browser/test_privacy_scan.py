@@ -4,8 +4,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core.models import PrivacySettings
+from memories.actions.write import memory_create
 from memories.models import Memory
-from memories.services import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

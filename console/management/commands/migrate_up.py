@@ -213,9 +213,9 @@ def _copy_table(model) -> int:
 def mirror_problems() -> list[str]:
     """What the rebuilt mirrors lack: points for active memories and ready chunks; Neo4j nodes and edges."""
     from core.models import MirrorState
+    from knowledge.mirror import COLLECTION as CHUNKS
+    from knowledge.mirror import chunk_store
     from knowledge.models import Chunk
-    from knowledge.services import COLLECTION as CHUNKS
-    from knowledge.services import chunk_store
     from memories.mirror import COLLECTION as MEMORIES
     from memories.mirror import memory_store
     from memories.models import Entity, Memory, Relation

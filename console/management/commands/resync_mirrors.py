@@ -3,14 +3,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from core import mirrors, stores
+from core import hybrid, mirrors
 from core.graphstore import GraphStoreError
 from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import VectorStoreError
+from knowledge.mirror import COLLECTION as CHUNK_COLLECTION
+from knowledge.mirror import chunk_store, sync_chunks
 from knowledge.models import Chunk
-from knowledge.services import COLLECTION as CHUNK_COLLECTION
-from knowledge.services import chunk_store, sync_chunks
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import Entity, Memory, Relation
@@ -45,7 +45,7 @@ class Command(BaseCommand):
             all = True
             try:
                 for collection in (mirror.COLLECTION, CHUNK_COLLECTION):
-                    stores.rebuild_collection(collection)
+                    hybrid.rebuild_collection(collection)
             except VectorStoreError as exc:
                 raise CommandError(f"vector store: {exc}") from None
             self.stdout.write("Dropped the vector collections; rebuilding them from the database.")
@@ -87,7 +87,7 @@ class Command(BaseCommand):
         for vector_mirror in mirrors.registered():
             drift = mirrors.compare(vector_mirror, ids=[])
             if drift.unreadable:
-                stores.rebuild_collection(vector_mirror.collection)
+                hybrid.rebuild_collection(vector_mirror.collection)
                 rows = [str(pk) for pk in vector_mirror.mirrored_rows().values_list("pk", flat=True)]
                 for start in range(0, len(rows), BATCH):
                     vector_mirror.write(rows[start : start + BATCH])
@@ -103,7 +103,7 @@ class Command(BaseCommand):
         if drift.error:
             raise CommandError(f"vector store: {drift.error}")
         if drift.absent:  # deleted: created again by the first write
-            stores.rebuild_collection(vector_mirror.collection)
+            hybrid.rebuild_collection(vector_mirror.collection)
         repair = sorted(set(drift.missing) | set(drift.damaged))
         for start in range(0, len(repair), BATCH):
             vector_mirror.write(repair[start : start + BATCH])

@@ -1,0 +1,140 @@
+"""Forgetting memories (deleting them: by id, by Hello-Agents' strategies, or all of a user's) and consolidating
+them (promoting the important ones to a longer-lived type).
+"""
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import MirrorState
+from memories import cleaning, curation
+from memories.actions.edit import index_facts
+from memories.actions.rules import (
+    GRAPH_TYPES,
+    WORKING_MEMORY_CAPACITY,
+    WORKING_MEMORY_TTL,
+    MemoryRequestError,
+)
+from memories.entity_links import link_entities, refresh_entity_frequencies
+from memories.mirror import mirror_on_commit, save_mirrored
+from memories.models import AgentSession, EditVia, Entity, Memory, MemoryEdit, MemoryEntity, MemoryType
+
+CONSOLIDATION_BOOST = 1.1  # Hello-Agents' importance boost for a promoted memory
+MAX_AGE_DAYS = 36_500  # a century; more overflows the date arithmetic
+MAX_CAPACITY = 10_000_000
+
+
+@transaction.atomic
+def memories_delete(*, user: User, memory_ids: Sequence[Any]) -> int:
+    """Delete the given memories of `user` (others' ids are ignored); returns how many were deleted."""
+    memories = Memory.objects.filter(user=user, pk__in=list(memory_ids))
+    ids = [str(pk) for pk in memories.values_list("pk", flat=True)]
+    entity_ids = set(MemoryEntity.objects.filter(memory_id__in=ids).values_list("entity_id", flat=True))
+    Memory.objects.filter(pk__in=ids).delete()  # their points go with the rows (memories.signals)
+    refresh_entity_frequencies(entity_ids)
+    return len(ids)
+
+
+FORGET_STRATEGIES = ("importance_based", "time_based", "capacity_based")
+
+
+def memories_forget(
+    *,
+    user: User,
+    strategy: str = "importance_based",
+    threshold: float = 0.1,
+    max_age_days: float = 30,
+    max_capacity: int = 100,
+    memory_types: Sequence[str] | None = None,
+) -> int:
+    """Hello-Agents' forgetting, always scoped to one user; expired working memories go in every strategy."""
+    if strategy not in FORGET_STRATEGIES:
+        raise MemoryRequestError(
+            f"strategy must be one of: {', '.join(FORGET_STRATEGIES)} (got {strategy!r})"
+        )
+    if not 0 <= max_age_days <= MAX_AGE_DAYS:
+        raise MemoryRequestError(f"max_age_days must be between 0 and {MAX_AGE_DAYS:,} (got {max_age_days})")
+    if not 0 <= max_capacity <= MAX_CAPACITY:
+        raise MemoryRequestError(f"max_capacity must be between 0 and {MAX_CAPACITY:,} (got {max_capacity})")
+    now = timezone.now()
+    memories = Memory.objects.filter(user=user)
+    if memory_types:
+        memories = memories.filter(memory_type__in=_checked_types(memory_types))
+    doomed = set(
+        memories.filter(memory_type=MemoryType.WORKING, expires_at__lte=now).values_list("pk", flat=True)
+    )
+    if strategy == "importance_based":
+        doomed |= set(memories.filter(importance__lt=threshold).values_list("pk", flat=True))
+    elif strategy == "time_based":
+        doomed |= set(
+            memories.filter(created_at__lt=now - timedelta(days=max_age_days)).values_list("pk", flat=True)
+        )
+    else:
+        for memory_type in memory_types or MemoryType.values:
+            capacity = WORKING_MEMORY_CAPACITY if memory_type == MemoryType.WORKING else max_capacity
+            ranked = memories.filter(memory_type=memory_type).order_by("-importance", "-created_at")
+            doomed |= set(ranked.values_list("pk", flat=True)[capacity:])
+    return memories_delete(user=user, memory_ids=list(doomed))
+
+
+def _checked_types(memory_types: Sequence[str]) -> list[str]:
+    unknown = [t for t in memory_types if t not in MemoryType.values]
+    if unknown:
+        raise MemoryRequestError(
+            f"unknown memory type(s) {', '.join(map(str, unknown))}; valid: {', '.join(MemoryType.values)}"
+        )
+    return list(memory_types)
+
+
+@transaction.atomic
+def memories_consolidate(
+    *,
+    user: User,
+    from_type: str = MemoryType.WORKING,
+    to_type: str = MemoryType.EPISODIC,
+    importance_threshold: float = 0.7,
+    session: AgentSession | None = None,
+) -> list[Memory]:
+    """Promote important memories to a longer-lived type, keeping their ids; importance is boosted ×1.1, capped at 1."""
+    _checked_types([from_type, to_type])
+    if from_type == to_type:
+        raise MemoryRequestError("from_type and to_type must differ")
+    candidates = (
+        Memory.objects.for_user(user)
+        .active()
+        .filtered(memory_types=[from_type], session=session, min_importance=importance_threshold)
+    )
+    promoted = []
+    for memory in candidates.select_for_update():
+        memory.memory_type = to_type
+        memory.importance = min(1.0, memory.importance * CONSOLIDATION_BOOST)
+        memory.expires_at = timezone.now() + WORKING_MEMORY_TTL if to_type == MemoryType.WORKING else None
+        memory.mirror_state = MirrorState.PENDING
+        save_mirrored(memory)
+        MemoryEdit.objects.create(
+            memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
+        )
+        if to_type in GRAPH_TYPES and from_type not in GRAPH_TYPES:
+            link_entities(memory)
+        promoted.append(memory)
+    if to_type in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+        # What a promotion repeats or outdates goes to the review queue: consolidation changes nothing else.
+        if to_type == MemoryType.SEMANTIC:
+            index_facts(curation.Curator(user), promoted)
+        cleaning.queue(user, cleaning.propose_for(user, promoted))
+    mirror_on_commit(memory.pk for memory in promoted)
+    return promoted
+
+
+def memories_clear(*, user: User) -> int:
+    """Delete every memory of this user, and only this user's; their points and nodes go with the rows
+    (memories.signals)."""
+    ids = list(Memory.objects.filter(user=user).values_list("pk", flat=True))
+    with transaction.atomic():
+        Memory.objects.filter(pk__in=ids).delete()
+        Entity.objects.filter(user=user).delete()
+    return len(ids)

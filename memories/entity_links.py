@@ -1,0 +1,125 @@
+"""Linking a memory to the entities it names (memories.entities finds them) and recording their relations: the
+entity graph grows from these links, one user's at a time.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F, Q, Value
+from django.db.models.functions import StrIndex
+
+from memories.entities import Extraction, Mention, ModelMentions, entity_key, extract
+from memories.models import Entity, Memory, MemoryEntity, Relation
+
+MAX_ENTITIES_PER_MEMORY = 12
+
+
+@transaction.atomic
+def link_entities(
+    memory: Memory, extraction: Extraction | None = None, mentions: ModelMentions | None = None
+) -> list[Entity]:
+    """(Re)link a memory to the entities it names, merged per user by key, and record their relations:
+    co-occurrence for every pair, plus typed relations the extractor found (patterns or the LLM)."""
+    # A worker's LLM extraction relinks a memory after the request linked it, and the memory may be deleted
+    # meanwhile: the row lock makes the two take turns, and a memory that is gone has nothing to link (on
+    # PostgreSQL its links failed the foreign key at commit, an error in the worker's log).
+    if not Memory.objects.select_for_update().filter(pk=memory.pk).values_list("pk", flat=True):
+        return []
+    known = _known_entities_in(memory)
+    extraction = extraction or extract(
+        memory.content, known_types={m.key: m.entity_type for m in known}, mentions=mentions
+    )
+    found = {mention.key for mention in extraction.mentions}
+    extraction.mentions += [mention for mention in known if mention.key not in found]
+    old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))
+    memory.entity_links.all().delete()
+    entities: dict[str, Entity] = {}
+    for mention in extraction.mentions[:MAX_ENTITIES_PER_MEMORY]:
+        entity, _ = Entity.objects.get_or_create(
+            user=memory.user,
+            key=mention.key,
+            defaults={"name": mention.name, "entity_type": mention.entity_type},
+        )
+        MemoryEntity.objects.get_or_create(memory=memory, entity=entity, defaults={"mention": mention.name})
+        entities[mention.key] = entity
+    linked = list(entities.values())
+    for source, target, relation_type in graph_edges(extraction, list(entities)):
+        _strengthen(memory, entities[source], entities[target], relation_type)
+    refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in linked})
+    return linked
+
+
+def typed_pairs(extraction: Extraction) -> list[tuple[str, str, str]]:
+    """The typed relations (source key, target key, type) the extractor found, once each."""
+    return list(dict.fromkeys((r.source, r.target, r.relation_type) for r in extraction.relations))
+
+
+def graph_edges(extraction: Extraction, keys: Sequence[str]) -> list[tuple[str, str, str]]:
+    """One edge per related pair of the linked entities `keys`: its typed relation when the text states one,
+    else CO_OCCURS (named together)."""
+    linked = set(keys)
+    typed = [edge for edge in typed_pairs(extraction) if edge[0] in linked and edge[1] in linked]
+    related = {frozenset(edge[:2]) for edge in typed}
+    together = [
+        (a, b, "CO_OCCURS")
+        for i, a in enumerate(keys)
+        for b in keys[i + 1 :]
+        if frozenset((a, b)) not in related
+    ]
+    return typed + together
+
+
+def _known_entities_in(memory: Memory) -> list[Mention]:
+    """Entities this user already has, named again in the text: the extractor's recall grows with the graph
+    (spaCy's small English model misses names like "React" that an earlier memory established)."""
+    text = entity_key(memory.content)
+    # The database finds the keys inside the text (instr / strpos): only those rows come back, not all of them.
+    named = (
+        Entity.objects.filter(user=memory.user)
+        .annotate(position=StrIndex(Value(text), F("key")))
+        .filter(position__gt=0)
+        .order_by()
+    )
+    mentions = []
+    for key, name, entity_type in named.values_list("key", "name", "entity_type"):
+        if len(key) < 2:
+            continue
+        if key.isascii() and not re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", text):
+            continue  # "java" inside "javascript" is not a mention
+        mentions.append(Mention(name, entity_type))
+    return mentions
+
+
+def _strengthen(memory: Memory, source: Entity, target: Entity, relation_type: str) -> None:
+    between = Relation.objects.filter(
+        Q(source=source, target=target) | Q(source=target, target=source), user=memory.user
+    )
+    if relation_type == "CO_OCCURS":
+        if between.exclude(relation_type="CO_OCCURS").exists():
+            return  # the pair already has its typed edge: one edge per pair
+    else:
+        for co_occurrence in between.filter(relation_type="CO_OCCURS"):
+            co_occurrence.delete()  # a typed edge replaces it (delete(), so the graph mirror hears of it)
+    relation, created = Relation.objects.get_or_create(
+        user=memory.user,
+        source=source,
+        target=target,
+        relation_type=relation_type,
+        defaults={"evidence": memory, "strength": 0.5 if relation_type == "CO_OCCURS" else 0.7},
+    )
+    if not created:
+        relation.frequency += 1
+        relation.strength = min(1.0, relation.strength + 0.1)
+        relation.evidence = memory
+        relation.save(update_fields=["frequency", "strength", "evidence", "updated_at"])
+
+
+def refresh_entity_frequencies(entity_ids: Iterable[Any]) -> None:
+    for entity in Entity.objects.filter(pk__in=list(entity_ids)).annotate(links=Count("memory_links")):
+        if entity.links == 0:
+            entity.delete()  # an entity nothing mentions any more
+        elif entity.frequency != entity.links:
+            entity.frequency = entity.links
+            entity.save(update_fields=["frequency", "updated_at"])  # save(), so the graph mirror hears of it
