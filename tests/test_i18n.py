@@ -143,7 +143,7 @@ def test_the_language_switch_is_csrf_protected(client, user):
 
 
 def test_a_flash_message_comes_in_the_chosen_language(logged_in, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     logged_in.post("/i18n/setlang/", {"language": "zh-hans", "next": "/memories/"})
     memory = memory_create(user=user, content="A note to delete", memory_type="semantic")
@@ -153,7 +153,7 @@ def test_a_flash_message_comes_in_the_chosen_language(logged_in, user):
 
 
 def test_a_flash_message_is_english_by_default(logged_in, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     memory = memory_create(user=user, content="A note to delete", memory_type="semantic")
     assert "Memory deleted." in logged_in.post(f"/memories/{memory.pk}/delete/", follow=True).content.decode()
@@ -165,7 +165,7 @@ def test_a_form_error_in_chinese(logged_in):
 
 
 def test_the_dashboards_profile_headings_follow_the_page_language(logged_in, user):
-    from memories.services import memory_create
+    from memories.actions.write import memory_create
 
     memory_create(user=user, content="The user works at Acme as an engineer.", memory_type="semantic")
     assert "<h3>Work</h3>" in logged_in.get("/").content.decode()

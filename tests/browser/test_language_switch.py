@@ -4,7 +4,7 @@ back to English (issue 35 item 4)."""
 import pytest
 from playwright.sync_api import Page, expect
 
-from memories import services
+from memories.actions.write import memory_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 WIDTH = "[document.scrollingElement.scrollWidth, window.innerWidth]"
@@ -13,7 +13,7 @@ WIDTH = "[document.scrollingElement.scrollWidth, window.innerWidth]"
 def test_the_switch_turns_a_phone_page_chinese_and_back(
     page: Page, log_in, user, live_server, csp_violations
 ):
-    services.memory_create(user=user, content="Alice keeps bees on the roof", memory_type="semantic")
+    memory_create(user=user, content="Alice keeps bees on the roof", memory_type="semantic")
     page.set_viewport_size({"width": 390, "height": 844})
     log_in("alice")
     page.goto(f"{live_server.url}/memories/")
