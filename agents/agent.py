@@ -20,7 +20,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import HttpRequest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from agents.answers import (
     FIRST_PERSON,
@@ -91,9 +91,12 @@ class Agent:
         session: AgentSession,
         api_key: ApiKey | None = None,
         request: HttpRequest | None = None,
+        language: str | None = None,
     ):
-        """`request`: the HTTP request the turn answers, whose client going away stops the turn."""
+        """`request`: the HTTP request the turn answers, whose client going away stops the turn. `language`:
+        "en" or "zh-hans" for the answers written without a model; by default the language of each message."""
         self.user = user
+        self.language = language
         self.session = session
         self.api_key = api_key
         self.request = request
@@ -112,7 +115,7 @@ class Agent:
         saved = [] if screened.refused else self._capture(text, user_message)
         # A search reads a bounded query; a long message usually ends with what it asks.
         query = text[-MAX_QUERY_CHARS:]
-        chinese = answers_in_chinese(text)
+        chinese = self.language == "zh-hans" if self.language else answers_in_chinese(text)
         # "What do you know about me?" shares no words with the facts that answer it: the profile does.
         profile = user_profile(self.user) if ABOUT_ME.search(text) else None
         # Without a model, what a message stated is said back; a statement that asks nothing is answered by that
@@ -128,12 +131,14 @@ class Agent:
             chunks = self._chunks(query)
         assistant = ChatMessage(session=self.session, role=ChatRole.ASSISTANT)
         if self.llm is None:
-            if profile is not None:
-                answer = profile_answer(profile, chinese)
-            elif statement:
-                answer = told_answer(told, chinese)
-            else:
-                answer = retrieval_only_answer(memories, chunks, told, chinese)
+            # Not around the yield: the consumer of this generator runs in its own request's language.
+            with translation.override("zh-hans" if chinese else "en"):
+                if profile is not None:
+                    answer = profile_answer(profile, chinese)
+                elif statement:
+                    answer = told_answer(told, chinese)
+                else:
+                    answer = retrieval_only_answer(memories, chunks, told, chinese)
             yield {"type": "delta", "text": answer}
         else:
             answer = yield from self._llm_answer(

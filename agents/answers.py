@@ -8,6 +8,9 @@
 
 import re
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from knowledge.search import ChunkHit
 from memories.facts import SELF
 from memories.models import Memory
@@ -15,7 +18,8 @@ from memories.profile import Profile
 from memories.retrieval import MemoryHit
 from memories.subjects import asked_slot, second_person, subject, subjects
 
-RETRIEVAL_ONLY = "Retrieval-only answer (no LLM is configured):"
+# The answers are worded in the active language (the agent turns in the message's, agents.agent.reply_language).
+RETRIEVAL_ONLY = gettext_lazy("Retrieval-only answer (no LLM is configured):")
 
 # A message that asks something: a question mark, or a question word or request opening one of its sentences.
 QUESTION = re.compile(
@@ -72,21 +76,22 @@ def retrieval_only_answer(
 ) -> str:
     """The best matching memory first, as a sentence to the user when it is about them ("You work at Acme as a
     data engineer."), then the others and the knowledge passages; what the message stated, acknowledged."""
-    acknowledged = told_answer(told, chinese).removeprefix(RETRIEVAL_ONLY) if told else ""
+    acknowledged = told_answer(told, chinese).removeprefix(str(RETRIEVAL_ONLY)) if told else ""
     if not memories and not chunks:
-        return f"{RETRIEVAL_ONLY}{acknowledged} nothing in your memories or knowledge base matches this yet."
+        nothing = _("nothing in your memories or knowledge base matches this yet.")
+        return f"{RETRIEVAL_ONLY}{acknowledged} {nothing}"
     lines = []
     if memories:
         best = memories[0].memory
         lead = second_person(best.content) if subject(best.content) == SELF else best.content
         lines.append(f"{RETRIEVAL_ONLY}{acknowledged} {lead}")
         if len(memories) > 1:
-            lines.append("Also in your memories:")
+            lines.append(_("Also in your memories:"))
             lines += [f"- {hit.memory.content}" for hit in memories[1:]]
     else:
         lines.append(f"{RETRIEVAL_ONLY}{acknowledged}")
     if chunks:
-        lines.append("From your knowledge base:")
+        lines.append(_("From your knowledge base:"))
         lines += [f"[{i}] {hit.source}: {hit.chunk.text[:300]}" for i, hit in enumerate(chunks, 1)]
     return "\n".join(lines)
 

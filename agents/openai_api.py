@@ -27,6 +27,7 @@ from core.limits import (
     InputRejected,
     check_text,
 )
+from core.tooling import REPLY_LANGUAGES
 from memories.actions.rules import session_for_key
 
 MODEL_ID = "mnemo-agent"
@@ -88,6 +89,10 @@ def chat_completions(request: HttpRequest) -> HttpResponseBase:
     last = messages[-1]
     if not isinstance(last, dict) or last.get("role") != "user" or not _text(last.get("content")).strip():
         return _error(400, "The last message must be a user message with text content.")
+    # The answers written without a model are in this language, by default in the last message's (README).
+    language = body.get("language")
+    if language is not None and language not in REPLY_LANGUAGES:
+        return _error(400, f"'language' must be one of {', '.join(REPLY_LANGUAGES)}.")
     history = [
         {"role": m["role"], "content": _text(m.get("content"))}
         for m in messages[:-1]
@@ -99,7 +104,7 @@ def chat_completions(request: HttpRequest) -> HttpResponseBase:
         session = session_for_key(user=api_key.user, key=session_key)
     except InputRejected as exc:  # OpenAI answers 400 to an over-long conversation too
         return _error(400, str(exc))
-    agent = Agent(user=api_key.user, session=session, api_key=api_key, request=request)
+    agent = Agent(user=api_key.user, session=session, api_key=api_key, request=request, language=language)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     turn = agent.turn(text, history=history)

@@ -7,7 +7,13 @@ Hello-Agents defaults in the descriptions (OpenAI schemas carry no defaults of t
 
 from typing import Any
 
+from core.tooling import LANGUAGE_RULE, REPLY_LANGUAGES
+
 MEMORY_TYPES = ["working", "episodic", "semantic", "perceptual"]
+
+
+# Every tool answers in English or Chinese (core.tooling.reply_language); a caller may ask for one.
+LANGUAGE = {"type": "string", "enum": list(REPLY_LANGUAGES), "description": LANGUAGE_RULE}
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
@@ -16,7 +22,11 @@ def _function(name: str, description: str, properties: dict[str, Any], required:
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
+            "parameters": {
+                "type": "object",
+                "properties": {**properties, "language": LANGUAGE},
+                "required": required,
+            },
         },
     }
 

@@ -28,6 +28,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent, saved_records, session_end, undo_saved
@@ -264,7 +266,7 @@ def chat_send(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Without JavaScript: run the whole turn, then show the session at the new answer."""
     session = _session(request, pk)
     if session.ended_at:
-        messages.error(request, "This session has ended: start a new chat to go on.")
+        messages.error(request, _("This session has ended: start a new chat to go on."))
         return redirect(_session_url(session))
     form = MessageForm(request.POST)
     if not form.is_valid():
@@ -354,7 +356,7 @@ def chat_undo(
     if request.htmx:
         item = SavedItem(memory_id, None, undone=True, action=record["action"])
         return render(request, f"{SESSION_TEMPLATE}#saved-item", {"message": message, "item": item})
-    messages.success(request, "Undone." if undone else "There was nothing left to undo.")
+    messages.success(request, _("Undone.") if undone else _("There was nothing left to undo."))
     return redirect(_session_url(session, message))
 
 
@@ -363,11 +365,13 @@ def chat_undo(
 def chat_end(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     session = _session(request, pk)
     if session.ended_at:
-        messages.info(request, "This session had already ended.")
+        messages.info(request, _("This session had already ended."))
         return redirect(_session_url(session))
     consolidated = session_end(user=request.user, session=session)
-    noun = "memory" if consolidated == 1 else "memories"
-    messages.success(
-        request, f"Session ended: {consolidated} important working {noun} consolidated into episodic memory."
+    ended = ngettext(
+        "Session ended: %(count)d important working memory consolidated into episodic memory.",
+        "Session ended: %(count)d important working memories consolidated into episodic memory.",
+        consolidated,
     )
+    messages.success(request, ended % {"count": consolidated})
     return redirect(_session_url(session))

@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "core.api_slash.ApiSlashMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -310,7 +311,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 
+# Pages, messages and emails in English or Simplified Chinese: the browser's Accept-Language chooses until the
+# language switch (django.views.i18n.set_language) sets the language cookie. The catalogue is locale/zh_Hans.
 LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("MNEMO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
+from django.views.i18n import JavaScriptCatalog
 
 from config.api import api
 from core.forms import AdminSignInForm
@@ -28,4 +29,7 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
+    # The words static/js shows, from locale/*/LC_MESSAGES/djangojs.po; base.html loads it before any script.
+    path("i18n/js/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
 ]

@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -29,7 +30,7 @@ def dashboard_data(request: HttpRequest) -> HttpResponse:
 def mirror_resync(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Queue the resync of this user's pending and failed rows on the worker (Celery or the in-process pool)."""
     dispatch(resync_user_mirrors, subject_user(request).pk)
-    message = "Resync queued: pending and failed rows are being mirrored again."
+    message = _("Resync queued: pending and failed rows are being mirrored again.")
     if request.htmx:
         response = render(request, "console/dashboard.html#resync-status", {"resync_message": message})
         trigger_client_event(response, "mirrors-resynced", {})

@@ -4,6 +4,7 @@ import re
 
 from django import forms
 from django.utils.datastructures import MultiValueDict
+from django.utils.translation import gettext_lazy
 
 from console.evaluation import MAX_TEXT
 from console.models import RunScope, Target
@@ -18,24 +19,36 @@ def split_values(text: str) -> list[str]:
 
 class QuestionForm(forms.Form):
     text = forms.CharField(
-        label="Question", max_length=MAX_TEXT, widget=forms.TextInput(attrs={"placeholder": "What is…?"})
+        label=gettext_lazy("Question"),
+        max_length=MAX_TEXT,
+        widget=forms.TextInput(attrs={"placeholder": gettext_lazy("What is…?")}),
     )
-    target = forms.ChoiceField(label="Searches", choices=Target.choices, initial=Target.MEMORIES)
-    picked = forms.MultipleChoiceField(label="Picked answers", required=False)  # checkboxes from the picker
+    target = forms.ChoiceField(
+        label=gettext_lazy("Searches"), choices=Target.choices, initial=Target.MEMORIES
+    )
+    picked = forms.MultipleChoiceField(
+        label=gettext_lazy("Picked answers"), required=False
+    )  # checkboxes from the picker
     pasted = forms.CharField(
-        label="Expected ids",
+        label=gettext_lazy("Expected ids"),
         required=False,
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "memory or chunk ids, one per line"}),
-        help_text="Memory ids for a memories question, chunk ids for a knowledge one.",
+        widget=forms.Textarea(
+            attrs={"rows": 2, "placeholder": gettext_lazy("memory or chunk ids, one per line")}
+        ),
+        help_text=gettext_lazy("Memory ids for a memories question, chunk ids for a knowledge one."),
     )
     namespaces = forms.CharField(
-        label="Namespaces",
+        label=gettext_lazy("Namespaces"),
         required=False,
         max_length=1000,
-        help_text="Knowledge only; empty: the expected chunks' namespaces.",
+        help_text=gettext_lazy("Knowledge only; empty: the expected chunks' namespaces."),
     )
-    no_answer = forms.BooleanField(label="No answer expected (the right result is nothing)", required=False)
-    note = forms.CharField(label="Note", required=False, max_length=5000, widget=forms.TextInput())
+    no_answer = forms.BooleanField(
+        label=gettext_lazy("No answer expected (the right result is nothing)"), required=False
+    )
+    note = forms.CharField(
+        label=gettext_lazy("Note"), required=False, max_length=5000, widget=forms.TextInput()
+    )
 
     def __init__(self, *args, prefix_id: str = "question", **kwargs):
         kwargs.setdefault("auto_id", f"{prefix_id}-%s")
@@ -65,7 +78,9 @@ class QuestionForm(forms.Form):
 
 
 class RunForm(forms.Form):
-    scope = forms.ChoiceField(label="Run", choices=RunScope.choices, initial=RunScope.ALL, required=False)
+    scope = forms.ChoiceField(
+        label=gettext_lazy("Run"), choices=RunScope.choices, initial=RunScope.ALL, required=False
+    )
 
 
 class AnswerForm(forms.Form):

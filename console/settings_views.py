@@ -12,6 +12,8 @@ from django.contrib.auth.models import User
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import portability
@@ -24,10 +26,10 @@ from core.services import api_key_create, api_key_revoke
 TEMPLATE = "console/settings.html"
 # (tab, URL name, label), in the order the tabs show.
 TABS = [
-    ("account", "settings", "Account"),
-    ("privacy", "privacy_settings", "Privacy"),
-    ("data", "data_settings", "Export and import"),
-    ("api-keys", "api_keys", "API keys"),
+    ("account", "settings", gettext_lazy("Account")),
+    ("privacy", "privacy_settings", gettext_lazy("Privacy")),
+    ("data", "data_settings", gettext_lazy("Export and import")),
+    ("api-keys", "api_keys", gettext_lazy("API keys")),
 ]
 
 
@@ -45,7 +47,7 @@ def account(request: AuthenticatedHttpRequest) -> HttpResponse:
         if form.is_valid():
             form.save()
             update_session_auth_hash(request, form.user)  # stay signed in on this browser
-            messages.success(request, "Password changed.")
+            messages.success(request, _("Password changed."))
             return redirect("settings")
         return _render(request, "account", {"password_form": form}, status=422)
     return _render(request, "account", {"password_form": form})
@@ -60,9 +62,9 @@ def privacy_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             form.save()
-            messages.success(request, "Privacy settings saved: they apply to what is stored from now on.")
+            messages.success(request, _("Privacy settings saved: they apply to what is stored from now on."))
             return redirect("privacy_settings")
-        messages.error(request, "Choose mask, keep or refuse for each kind.")
+        messages.error(request, _("Choose mask, keep or refuse for each kind."))
         return _render(request, "privacy", {"privacy_form": form}, status=422)
     return _render(request, "privacy", {"privacy_form": form})
 
@@ -108,16 +110,25 @@ def data_export(request: AuthenticatedHttpRequest) -> FileResponse:
 def data_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     upload = request.FILES.get("archive")
     if upload is None:
-        messages.error(request, "Choose an archive exported from Mnemo first.")
+        messages.error(request, _("Choose an archive exported from Mnemo first."))
         return redirect("data_settings")
     try:
         imported = portability.import_upload(upload, as_username=request.user.get_username())
     except portability.PortabilityError as exc:
-        messages.error(request, f"{upload.name} was not imported: {exc}")
+        messages.error(
+            request, _("%(file)s was not imported: %(error)s") % {"file": upload.name, "error": exc}
+        )
         return redirect("data_settings")
     total, merged = sum(imported.counts.values()), sum(imported.merged.values())
-    also = f" ({merged:,} more matched what you already had)" if merged else ""
-    messages.success(request, f"Imported {upload.name}: {total:,} rows{also}, now searchable.")
+    if merged:
+        imported_text = _(
+            "Imported %(file)s: %(total)s rows (%(merged)s more matched what you already had), now searchable."
+        )
+    else:
+        imported_text = _("Imported %(file)s: %(total)s rows, now searchable.")
+    messages.success(
+        request, imported_text % {"file": upload.name, "total": f"{total:,}", "merged": f"{merged:,}"}
+    )
     return redirect("data_settings")
 
 
@@ -129,7 +140,7 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            _, new_key = api_key_create(user=request.user, **form.cleaned_data)
+            new_key = api_key_create(user=request.user, **form.cleaned_data)[1]
             form = ApiKeyForm()
         else:
             status = 422
@@ -144,7 +155,7 @@ def api_key_revoke_view(request: AuthenticatedHttpRequest, pk: int) -> HttpRespo
     api_key_revoke(api_key=api_key)
     if request.htmx:
         return render(request, f"{TEMPLATE}#key-row", {"key": api_key})
-    messages.success(request, f"Key “{api_key.name}” revoked.")
+    messages.success(request, _("Key “%(name)s” revoked.") % {"name": api_key.name})
     return redirect("api_keys")
 
 

@@ -9,6 +9,8 @@ from django.db.models import Count, Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import evaluation
@@ -133,7 +135,7 @@ def question_add(request: AuthenticatedHttpRequest) -> HttpResponse:
             return render(
                 request, f"{TEMPLATE}#questions", {"questions": _questions(request), "form": QuestionForm()}
             )
-        messages.success(request, "Golden question added.")
+        messages.success(request, _("Golden question added."))
         return redirect("evaluation")
     # Refused: the form comes back as typed, with the answers ticked in the picker still ticked.
     picked = _candidates(
@@ -182,7 +184,7 @@ def question_edit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
                 if request.htmx:
                     context = {"question": _question(request, pk), "saved": True}
                     return render(request, f"{TEMPLATE}#question-row", context)
-                messages.success(request, "Golden question saved.")
+                messages.success(request, _("Golden question saved."))
                 return redirect("evaluation")
         status = 422
     context = {"question": question, "form": form}
@@ -206,7 +208,7 @@ def question_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     evaluation.question_delete(question=_question(request, pk))
     if request.htmx:
         return HttpResponse("")  # the row swaps itself out
-    messages.success(request, "Golden question deleted.")
+    messages.success(request, _("Golden question deleted."))
     return redirect("evaluation")
 
 
@@ -335,7 +337,9 @@ def answer_mark(request: AuthenticatedHttpRequest) -> HttpResponse:
             messages.error(request, error)
         else:
             assert question is not None  # question_add_answer returned it, or there would be an error
-            messages.success(request, f"Saved as an expected answer of “{question.text}”.")
+            messages.success(
+                request, _("Saved as an expected answer of “%(question)s”.") % {"question": question.text}
+            )
         return redirect(reverse("evaluation") + (f"#question-{question.pk}" if question else ""))
     context = {"question": question, "created": created, "error": error}
     return render(request, f"{BUTTON_TEMPLATE}#answer-saved", context, status=422 if error else 200)
@@ -351,6 +355,7 @@ def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     memories = Memory.objects.for_user(subject_user(request))
     # COUNT(*): the (user, memory_type, -created_at) index answers alone, where COUNT(id) reads every row.
     by_type = dict(memories.values_list("memory_type").annotate(n=Count("*")).order_by())
+    profile = user_profile(subject_user(request), per_group=5)
     context = {
         "memory_count": sum(by_type.values()),
         "by_type": by_type,
@@ -358,7 +363,9 @@ def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
         "document_count": Document.objects.for_user(subject_user(request)).count(),
         "session_count": AgentSession.objects.for_user(subject_user(request)).count(),
         "recent": memories.select_related("session")[:8],
-        "profile": user_profile(subject_user(request), per_group=5),
+        "profile": profile,
+        # The profile's headings and conflict lines are worded in the page's language (memories.profile).
+        "profile_outline": profile.outline(chinese=get_language() == "zh-hans"),
         "sources": facets.source_counts(subject_user(request)),
         "tags": facets.tag_counts(subject_user(request)),
         "top_tags": facets.TOP_TAGS,

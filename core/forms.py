@@ -2,13 +2,17 @@ from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core import ratelimits
 from core.models import ApiKeyScope, PrivacySettings
 
 
 class ApiKeyForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="What uses this key, e.g. “research agent”.")
+    name = forms.CharField(
+        max_length=100, help_text=gettext_lazy("What uses this key, e.g. “research agent”.")
+    )
     scope = forms.ChoiceField(choices=ApiKeyScope.choices, initial=ApiKeyScope.WRITE)
 
 
@@ -16,7 +20,7 @@ class PrivacySettingsForm(forms.ModelForm):
     class Meta:
         model = PrivacySettings
         fields = ["secrets", "personal"]
-        labels = {"secrets": "Secrets found", "personal": "Personal data found"}
+        labels = {"secrets": gettext_lazy("Secrets found"), "personal": gettext_lazy("Personal data found")}
 
 
 class RateLimitedSignIn(AuthenticationForm):
@@ -30,7 +34,7 @@ class RateLimitedSignIn(AuthenticationForm):
         if ratelimits.sign_in_blocked(self.request):
             self.blocked = True
             raise forms.ValidationError(
-                "Too many failed sign-ins from this address. Wait a minute and try again.",
+                _("Too many failed sign-ins from this address. Wait a minute and try again."),
                 code="rate_limited",
             )
         try:

@@ -7,13 +7,25 @@ from datetime import UTC, datetime
 from typing import Any, Literal, overload
 
 from django.contrib.auth import get_user_model
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 from ninja import Schema
 from pydantic import Field, TypeAdapter, ValidationError
 
 from core.errors import RequestRefused
 from core.limits import InputRejected
 from core.schemas import EARLIEST_YEAR, LATEST_YEAR, Timestamp
+from core.text import CJK, script_of
+
+# The languages a tool answers in: `language` in the call, else the script of the call's text, else English.
+REPLY_LANGUAGES = ("en", "zh-hans")
+ReplyLanguage = Literal["en", "zh-hans"]
+LANGUAGE_RULE = (
+    "The language of the reply's text: en or zh-hans. Default: Chinese when the call's content, query, question "
+    "or text is mostly Chinese script, else English. Field names and values in `data` never change."
+)
+# The parameters whose text tells the language of a call (a memory's content, a query, a question, a text).
+TEXT_PARAMETERS = ("content", "query", "question", "text")
 
 
 def is_finite_number(value: Any) -> bool:
@@ -208,18 +220,50 @@ class ActionTool:
 
     def execute(self, parameters: dict[str, Any]) -> ToolReply:
         if not isinstance(parameters, dict):
-            return ToolReply(False, "❌ 参数必须是字典 (parameters must be a dict)")
+            with translation.override("en"):
+                return ToolReply(False, _("❌ The parameters must be a dict"))
+        language = reply_language(parameters)
+        if language is None:
+            shown = ", ".join(REPLY_LANGUAGES)
+            return ToolReply(
+                False, f"❌ 'language' must be one of {shown}", {"error": f"language: one of {shown}"}
+            )
+        with translation.override(language):
+            return self._execute(parameters)
+
+    def _execute(self, parameters: dict[str, Any]) -> ToolReply:
         action = parameters.get("action")
         valid = ", ".join(self.actions)
         if not action:
-            return ToolReply(False, f"❌ 缺少必需的参数 'action'；可用操作: {valid}")
+            return ToolReply(
+                False, _("❌ The parameter 'action' is missing; actions: %(valid)s") % {"valid": valid}
+            )
         if not isinstance(action, str) or action not in self.actions:
             shown = action if isinstance(action, str) else repr(action)
-            return ToolReply(False, f"❌ 不支持的操作: {shown}；可用操作: {valid}")
+            return ToolReply(
+                False,
+                _("❌ Unknown action: %(action)s; actions: %(valid)s") % {"action": shown, "valid": valid},
+            )
         params = Params(parameters)
         try:
             self.prepare(params)
             return getattr(self, f"_{action}")(params)
         except self.refusals as exc:
             status = exc.status if isinstance(exc, RequestRefused) else 422
-            return ToolReply(False, f"❌ {action} 失败: {exc}", {"error": str(exc)}, status)
+            text = _("❌ %(action)s failed: %(error)s") % {"action": action, "error": exc}
+            return ToolReply(False, text, {"error": str(exc)}, status)
+
+
+def reply_language(parameters: dict[str, Any]) -> str | None:
+    """The language a tool call is answered in: its `language` ("en" or "zh-hans") when given, else Chinese
+    when the text it carries is mostly CJK, else English. None for a `language` Mnemo does not speak."""
+    asked = parameters.get("language")
+    if asked is not None:
+        return asked if asked in REPLY_LANGUAGES else None
+    text = " ".join(value for name in TEXT_PARAMETERS if isinstance(value := parameters.get(name), str))
+    return language_of(text)
+
+
+def language_of(text: str) -> str:
+    """zh-hans for a text that is mostly CJK characters (core.text.script_of), en for any other."""
+    return "zh-hans" if text and script_of(text) == CJK else "en"

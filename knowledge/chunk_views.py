@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.acting import subject_user, subject_view
@@ -78,7 +79,9 @@ def chunk_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uuid.
         else:
             if request.htmx:
                 return _render_chunk(request, chunk, saved=True)
-            messages.success(request, f"Chunk #{chunk.ordinal} saved; its previous text is in its history.")
+            messages.success(
+                request, _("Chunk #%(n)s saved; its previous text is in its history.") % {"n": chunk.ordinal}
+            )
             return redirect(_at_chunk(chunk))
     status = 422 if form.is_bound else 200
     template = f"{DETAIL_TEMPLATE}#chunk-form" if request.htmx else CHUNK_EDIT_TEMPLATE
@@ -96,8 +99,11 @@ def _set_enabled(request: AuthenticatedHttpRequest, pk: uuid.UUID, chunk_pk: uui
         return redirect(_at_chunk(chunk))
     if request.htmx:
         return _render_chunk(request, chunk)
-    state = "enabled: searches return it again" if enabled else "disabled: no search returns it"
-    messages.success(request, f"Chunk #{chunk.ordinal} {state}.")
+    if enabled:
+        state = _("Chunk #%(n)s enabled: searches return it again.")
+    else:
+        state = _("Chunk #%(n)s disabled: no search returns it.")
+    messages.success(request, state % {"n": chunk.ordinal})
     return redirect(_at_chunk(chunk))
 
 
@@ -131,8 +137,8 @@ def document_rechunk(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRe
         else:
             messages.success(
                 request,
-                f"Chunking again at {form.cleaned_data['chunk_size']} tokens with "
-                f"{form.cleaned_data['chunk_overlap']} overlap.",
+                _("Chunking again at %(size)s tokens with %(overlap)s overlap.")
+                % {"size": form.cleaned_data["chunk_size"], "overlap": form.cleaned_data["chunk_overlap"]},
             )
             return navigate(request, reverse("document_detail", args=[pk]))
     context |= page_context(document, form)

@@ -4,6 +4,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core.limits import MAX_QUERY_CHARS
 from knowledge.curation import MAX_CHUNK_CHARS
@@ -32,25 +34,27 @@ class MultipleFileField(forms.FileField):
     def clean(self, data, initial=None):
         files = [file for file in (data if isinstance(data, list | tuple) else [data]) if file]
         if not files and self.required:
-            raise ValidationError("Choose at least one file.", code="required")
+            raise ValidationError(_("Choose at least one file."), code="required")
         return files
 
 
 class UploadForm(forms.Form):
     # The form metaclass moves a declared field out of the class, so `self.files` stays the uploads.
     files = MultipleFileField(  # type: ignore[assignment]
-        label="Files",
+        label=gettext_lazy("Files"),
         # Only a hint for the file picker: the service checks every file's name and bytes itself.
         widget=MultipleFileInput(attrs={"accept": ",".join(f".{kind}" for kind in sorted(SUPPORTED))}),
     )
     namespace = forms.CharField(
-        label="Namespace",
+        label=gettext_lazy("Namespace"),
         max_length=100,
         initial="default",
         widget=forms.TextInput(attrs={"list": "namespace-list", "autocomplete": "off"}),
     )
-    chunk_size = forms.IntegerField(label="Chunk size (tokens)", min_value=50, max_value=8000, initial=800)
-    chunk_overlap = forms.IntegerField(label="Overlap (tokens)", min_value=0, initial=100)
+    chunk_size = forms.IntegerField(
+        label=gettext_lazy("Chunk size (tokens)"), min_value=50, max_value=8000, initial=800
+    )
+    chunk_overlap = forms.IntegerField(label=gettext_lazy("Overlap (tokens)"), min_value=0, initial=100)
 
     def __init__(self, *args, **kwargs):
         # The library page holds this form and the filter form, both with a namespace: keep the ids apart.
@@ -79,16 +83,16 @@ class LibraryFilterForm(forms.Form):
     """The library's GET filters. An invalid field is reported and left out; the valid ones still apply."""
 
     q = forms.CharField(
-        label="Title",
+        label=gettext_lazy("Title"),
         required=False,
         max_length=255,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Search titles…"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": gettext_lazy("Search titles…")}),
     )
-    namespace = forms.ChoiceField(label="Namespace", required=False)
+    namespace = forms.ChoiceField(label=gettext_lazy("Namespace"), required=False)
     status = forms.ChoiceField(
-        label="Status",
+        label=gettext_lazy("Status"),
         required=False,
-        choices=[("", "all"), (ACTIVE, "in progress"), *DocumentStatus.choices],
+        choices=[("", gettext_lazy("all")), (ACTIVE, gettext_lazy("in progress")), *DocumentStatus.choices],
     )
 
     def __init__(self, *args, namespaces: list[str], **kwargs):
@@ -96,7 +100,7 @@ class LibraryFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         namespace = self.fields["namespace"]
         assert isinstance(namespace, forms.ChoiceField)
-        namespace.choices = [("", "all"), *((name, name) for name in namespaces)]
+        namespace.choices = [("", gettext_lazy("all")), *((name, name) for name in namespaces)]
 
     @property
     def filters(self) -> dict:
@@ -108,28 +112,34 @@ class SearchForm(forms.Form):
     """The retrieval test: the same knobs as knowledge.search.search_chunks and ask."""
 
     q = forms.CharField(
-        label="Query",
+        label=gettext_lazy("Query"),
         max_length=MAX_QUERY_CHARS,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Ask or search your documents…"}),
+        widget=forms.TextInput(
+            attrs={"type": "search", "placeholder": gettext_lazy("Ask or search your documents…")}
+        ),
     )
     namespaces = forms.MultipleChoiceField(
-        label="Namespaces",
+        label=gettext_lazy("Namespaces"),
         required=False,
-        help_text="None selected searches all of them.",
+        help_text=gettext_lazy("None selected searches all of them."),
         widget=forms.SelectMultiple(attrs={"size": 4}),
     )
-    limit = forms.IntegerField(label="Results", required=False, min_value=1, max_value=50, initial=5)
+    limit = forms.IntegerField(
+        label=gettext_lazy("Results"), required=False, min_value=1, max_value=50, initial=5
+    )
     min_score = forms.FloatField(
-        label="Minimum fused score (σ)",
+        label=gettext_lazy("Minimum fused score (σ)"),
         required=False,
         min_value=0,
         max_value=100,
         initial=0.0,
-        help_text="Standard deviations above the query's candidates; the relevance floor always applies.",
+        help_text=gettext_lazy(
+            "Standard deviations above the query's candidates; the relevance floor always applies."
+        ),
         widget=forms.NumberInput(attrs={"step": "0.5"}),
     )
-    mqe = forms.BooleanField(label="MQE (multi-query expansion)", required=False)
-    hyde = forms.BooleanField(label="HyDE (hypothetical answer)", required=False)
+    mqe = forms.BooleanField(label=gettext_lazy("MQE (multi-query expansion)"), required=False)
+    hyde = forms.BooleanField(label=gettext_lazy("HyDE (hypothetical answer)"), required=False)
 
     def __init__(self, *args, namespaces: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -156,7 +166,7 @@ class SearchForm(forms.Form):
 
 class ChunkEditForm(forms.Form):
     text = forms.CharField(
-        label="Text",
+        label=gettext_lazy("Text"),
         strip=False,  # the service strips; a textarea's own line breaks stay as typed
         max_length=MAX_CHUNK_CHARS,
         widget=forms.Textarea(attrs={"rows": 10}),
@@ -166,8 +176,8 @@ class ChunkEditForm(forms.Form):
 class RechunkForm(forms.Form):
     """Chunk a document again: the upload form's two settings, checked by the same rule."""
 
-    chunk_size = forms.IntegerField(label="Chunk size (tokens)", min_value=50, max_value=8000)
-    chunk_overlap = forms.IntegerField(label="Overlap (tokens)", min_value=0)
+    chunk_size = forms.IntegerField(label=gettext_lazy("Chunk size (tokens)"), min_value=50, max_value=8000)
+    chunk_overlap = forms.IntegerField(label=gettext_lazy("Overlap (tokens)"), min_value=0)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "rechunk-%s")

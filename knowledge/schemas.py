@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from core import hybrid
 from core.limits import MAX_DOCUMENT_TEXT_CHARS, MAX_LIST_ITEMS, MAX_QUERY_CHARS
 from core.schemas import BodySchema, Flag, Number, Whole, text_rules
+from core.tooling import LANGUAGE_RULE, ReplyLanguage
 from knowledge.curation import MAX_CHUNK_CHARS
 from knowledge.models import Chunk, ChunkEdit, Document
 from knowledge.services import NAMESPACE
@@ -207,6 +208,7 @@ class RagToolIn(BaseModel):
     are ignored, as Hello-Agents' tool did."""
 
     action: Literal[RAG_TOOL_ACTIONS]  # type: ignore[valid-type]
+    language: ReplyLanguage | None = Field(None, description=LANGUAGE_RULE)
     namespace: Namespace | None = None
     # add_text (add_document takes a server path, which the API refuses: upload to POST /documents instead)
     text: Annotated[str, *text_rules(MAX_DOCUMENT_TEXT_CHARS)] | None = None

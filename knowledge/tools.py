@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils.translation import gettext as _
 
 from core import stores
 from core.limits import MAX_DOCUMENT_TEXT_CHARS, InputRejected, check_text
@@ -32,7 +33,9 @@ class RAGTool(ActionTool):
     write_actions = WRITE_ACTIONS
     refusals = (InputRejected, services.KnowledgeError)
     name = "rag"
-    description = "知识库工具：添加文档与文本、检索、问答（带引用）、统计与清空 (Mnemo)"
+    description = (
+        "Knowledge base tool: add documents and texts, search, answer with citations, stats and clear (Mnemo)"
+    )
 
     def __init__(
         self,
@@ -64,7 +67,15 @@ class RAGTool(ActionTool):
             "chunk_overlap", 100, low=0, high=4000
         )
 
-    def _added(self, accepted: services.Accepted, started: float, label: str, namespace: str) -> ToolReply:
+    def _added(
+        self,
+        accepted: services.Accepted,
+        started: float,
+        label: str,
+        namespace: str,
+        *,
+        as_text: bool = False,
+    ) -> ToolReply:
         document = Document.objects.get(pk=accepted.document.pk)
         data = {
             "document_id": str(document.pk),
@@ -75,25 +86,41 @@ class RAGTool(ActionTool):
             "notice": document.notice,
         }
         if document.status == DocumentStatus.FAILED:
-            return ToolReply(False, f"⚠️ 未能从文件解析内容: {label}（{document.error}）", data)
+            text = _("⚠️ Could not read the content of: %(label)s (%(error)s)") % {
+                "label": label,
+                "error": document.error,
+            }
+            return ToolReply(False, text, data)
         elapsed = round((time.perf_counter() - started) * 1000)
-        duplicate = "\n♻️ 该内容已在此命名空间中，未重复添加" if not accepted.created else ""
-        notice = f"\n⚠️ {document.notice}" if document.notice else ""
-        return ToolReply(
-            True,
-            f"✅ 文档已添加到知识库: {label}\n📊 分块数量: {data['chunks']}\n⏱️ 处理时间: {elapsed}ms\n"
-            f"📝 命名空间: {namespace}\n🆔 文档ID: {document.pk}{duplicate}{notice}",
-            {**data, "elapsed_ms": elapsed},
+        added = (
+            _("✅ Text added to the knowledge base: %(label)s")
+            if as_text
+            else _("✅ Document added to the knowledge base: %(label)s")
         )
+        lines = [
+            added % {"label": label},
+            _("📊 Chunks: %(chunks)d") % {"chunks": data["chunks"]},
+            _("⏱️ Processing time: %(ms)dms") % {"ms": elapsed},
+            _("📝 Namespace: %(namespace)s") % {"namespace": namespace},
+            _("🆔 Document ID: %(id)s") % {"id": document.pk},
+        ]
+        if not accepted.created:
+            lines.append(_("♻️ This content is already in the namespace; not added again"))
+        if document.notice:
+            lines.append(f"⚠️ {document.notice}")
+        return ToolReply(True, "\n".join(lines), {**data, "elapsed_ms": elapsed})
 
     def _add_document(self, params: Params) -> ToolReply:
         if not self.allow_file_paths:
             raise ToolInputError(
-                "add_document with a file_path is not available over the API: upload the file to POST /api/v1/documents"
+                _(
+                    "add_document with a file_path is not available over the API: "
+                    "upload the file to POST /api/v1/documents"
+                )
             )
         file_path = Path(params.text("file_path", required=True)).expanduser()
         if not file_path.is_file():
-            return ToolReply(False, f"❌ 文件不存在: {file_path}", status=404)
+            return ToolReply(False, _("❌ No such file: %(path)s") % {"path": file_path}, status=404)
         namespace = self._namespace(params)
         chunk_size, chunk_overlap = self._chunking(params)
         started = time.perf_counter()
@@ -125,21 +152,18 @@ class RAGTool(ActionTool):
             chunk_overlap=chunk_overlap,
             background=False,
         )
-        reply = self._added(accepted, started, document_id, namespace)
-        if reply.ok:
-            reply.text = reply.text.replace("✅ 文档已添加到知识库", "✅ 文本已添加到知识库", 1)
-        return reply
+        return self._added(accepted, started, document_id, namespace, as_text=True)
 
     def _query(self, params: Params) -> str:
         query = params.text("query") or params.text("question")
         if not query:
-            raise ToolInputError("missing required parameter 'query' (or 'question')")
+            raise ToolInputError(_("missing required parameter 'query' (or 'question')"))
         return query
 
     def _advanced(self, params: Params) -> bool:
         value = params.raw.get("enable_advanced_search", False)
         if not isinstance(value, bool):
-            raise ToolInputError("parameter 'enable_advanced_search' must be true or false")
+            raise ToolInputError(_("parameter 'enable_advanced_search' must be true or false"))
         return value
 
     def _search(self, params: Params) -> ToolReply:
@@ -162,21 +186,24 @@ class RAGTool(ActionTool):
         if not result.hits:
             return ToolReply(
                 True,
-                f"🔍 未找到与 '{query}' 相关的内容" + (f"\n⚠️ {result.notice}" if result.notice else ""),
+                _("🔍 Nothing found for '%(query)s'") % {"query": query}
+                + (f"\n⚠️ {result.notice}" if result.notice else ""),
                 data,
             )
-        lines = ["搜索结果："]
+        lines = [_("Search results:")]
         for index, hit in enumerate(result.hits, start=1):
             chunk = hit.chunk
             lines.append(
-                f"\n{index}. 文档: **{chunk.document.title}** (相似度: {hit.score:.3f}, 分块ID: {chunk.pk})"
+                f"\n{index}. "
+                + _("Document: **%(title)s** (similarity: %(score).3f, chunk ID: %(id)s)")
+                % {"title": chunk.document.title, "score": hit.score, "id": chunk.pk}
             )
             snippet = chunk.text if len(chunk.text) <= 200 else chunk.text[:200] + "..."
             lines.append(f"   {snippet}")
             if chunk.location:
-                lines.append(f"   位置: {chunk.location}")
+                lines.append("   " + _("Location: %(location)s") % {"location": chunk.location})
             if chunk.heading_path:
-                lines.append(f"   章节: {chunk.heading_path}")
+                lines.append("   " + _("Section: %(section)s") % {"section": chunk.heading_path})
         if result.notice:
             lines.append(f"\n⚠️ {result.notice}")
         return ToolReply(True, "\n".join(lines), data)
@@ -203,11 +230,12 @@ class RAGTool(ActionTool):
         }
         lines = [f"🤖 {answer.text}" if answer.llm_used else answer.text]
         if answer.citations and include_citations:
-            lines.append("\n📚 引用:")
+            lines.append("\n" + _("📚 Citations:"))
             for citation in answer.citations:
                 where = f", {citation['location']}" if citation["location"] else ""
+                chunk_id = _("(chunk ID: %(id)s)") % {"id": citation["chunk_id"]}
                 lines.append(
-                    f"  [{citation['n']}] {citation['document_title']}{where} #{citation['ordinal']} (分块ID: {citation['chunk_id']})"
+                    f"  [{citation['n']}] {citation['document_title']}{where} #{citation['ordinal']} {chunk_id}"
                 )
         if answer.notice:
             lines.append(f"\n⚠️ {answer.notice}")
@@ -230,17 +258,19 @@ class RAGTool(ActionTool):
             "llm": llm.model if llm else None,
         }
         lines = [
-            "📊 **RAG 知识库统计**",
-            f"📝 命名空间: {namespace}",
-            f"📋 集合名称: {self.collection_name}",
-            f"📂 存储根路径: {self.knowledge_base_path}",
-            f"📦 存储类型: {data['vector_store']}",
-            f"📄 文档数: {data['documents']} (就绪 {data['ready_documents']})",
-            f"📊 文档分块数: {chunks}",
-            f"🔢 向量维度: {', '.join(f'{k}={v}' for k, v in dimensions.items())}",
-            "🟢 **系统状态**",
-            "✅ RAG 管道: 正常",
-            f"{'✅' if llm else '⚪'} LLM 连接: {'已配置 ' + llm.model if llm else '未配置 (仅检索)'}",
+            _("📊 **Knowledge base statistics**"),
+            _("📝 Namespace: %(namespace)s") % {"namespace": namespace},
+            _("📋 Collection: %(name)s") % {"name": self.collection_name},
+            _("📂 Storage root: %(path)s") % {"path": self.knowledge_base_path},
+            _("📦 Vector store: %(store)s") % {"store": data["vector_store"]},
+            _("📄 Documents: %(documents)d (%(ready)d ready)")
+            % {"documents": data["documents"], "ready": data["ready_documents"]},
+            _("📊 Chunks in the namespace: %(chunks)d") % {"chunks": chunks},
+            _("🔢 Vector dimensions: %(dimensions)s")
+            % {"dimensions": ", ".join(f"{k}={v}" for k, v in dimensions.items())},
+            _("🟢 **System status**"),
+            _("✅ RAG pipeline: working"),
+            (_("✅ LLM: %(model)s") % {"model": llm.model}) if llm else _("⚪ LLM: none (retrieval only)"),
         ]
         return ToolReply(True, "\n".join(lines), data)
 
@@ -249,12 +279,16 @@ class RAGTool(ActionTool):
         if params.raw.get("confirm") is not True:
             return ToolReply(
                 False,
-                "⚠️ 危险操作：清空知识库将删除该命名空间的所有数据！\n请使用 confirm=true 参数确认执行。",
+                _(
+                    "⚠️ Dangerous: clearing the knowledge base deletes everything in this namespace!\n"
+                    "Send confirm=true to go ahead."
+                ),
                 {"namespace": namespace},
             )
         count = services.clear_namespace(user=self.user, namespace=namespace)
         return ToolReply(
             True,
-            f"✅ 知识库已成功清空（命名空间：{namespace}，{count} 个文档）",
+            _("✅ Knowledge base cleared (namespace: %(namespace)s, %(count)d documents)")
+            % {"namespace": namespace, "count": count},
             {"deleted_documents": count},
         )

@@ -25,6 +25,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import (
     HttpResponseClientRefresh,
@@ -242,7 +243,7 @@ def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
         request,
         pk,
         lambda document: services.document_retry(document=document, background=True),
-        "Ingestion queued again.",
+        _("Ingestion queued again."),
     )
 
 
@@ -251,7 +252,7 @@ def document_retry(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
 @require_POST
 def document_cancel(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     return _change_state(
-        request, pk, lambda document: services.document_cancel(document=document), "Ingestion cancelled."
+        request, pk, lambda document: services.document_cancel(document=document), _("Ingestion cancelled.")
     )
 
 
@@ -263,7 +264,9 @@ def document_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRes
     services.document_delete(document=document)
     if from_row(request, f"document-{pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
-    messages.success(request, f"Deleted “{document.title}” with its chunks and vectors.")
+    messages.success(
+        request, _("Deleted “%(title)s” with its chunks and vectors.") % {"title": document.title}
+    )
     return navigate(request, next_url(request, reverse("library")))
 
 

@@ -12,6 +12,8 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.acting import subject_user, subject_view
@@ -58,10 +60,10 @@ def _session(request: AuthenticatedHttpRequest, key: str) -> AgentSession | None
 
 
 ADDED = {
-    curation.ADD: "Memory added.",
-    curation.SUPERSEDE: "Memory added; it replaces an older value of the same fact.",
-    curation.DUPLICATE: "That memory was already stored: the repeat is counted on it.",
-    curation.MERGE: "That says the same as a stored memory: it was merged into it.",
+    curation.ADD: gettext_lazy("Memory added."),
+    curation.SUPERSEDE: gettext_lazy("Memory added; it replaces an older value of the same fact."),
+    curation.DUPLICATE: gettext_lazy("That memory was already stored: the repeat is counted on it."),
+    curation.MERGE: gettext_lazy("That says the same as a stored memory: it was merged into it."),
 }
 
 
@@ -88,7 +90,7 @@ def memory_add(request: AuthenticatedHttpRequest) -> HttpResponse:
         except (MemoryRequestError, DiskFull) as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, ADDED.get(written.action, "Memory added."))
+            messages.success(request, ADDED.get(written.action, ADDED[curation.ADD]))
             return redirect("memory_detail", pk=written.memory.pk)
     status = 422 if form.is_bound else 200
     context = {"form": form, "session_keys": _session_keys(request)}
@@ -113,10 +115,11 @@ def memory_edit_page(request: AuthenticatedHttpRequest, memory: Memory) -> HttpR
         else:
             if memory.archived_at is not None:  # it now repeats another memory (curate_edit)
                 messages.info(
-                    request, "Memory saved: it now says what another memory says, so it was merged into it."
+                    request,
+                    _("Memory saved: it now says what another memory says, so it was merged into it."),
                 )
             else:
-                messages.success(request, "Memory saved.")
+                messages.success(request, _("Memory saved."))
             return redirect("memory_detail", pk=memory.pk)
     status = 422 if form.is_bound else 200
     context = {"memory": memory, "form": form, "session_keys": _session_keys(request)}
@@ -132,9 +135,9 @@ def memory_restore_version(request: AuthenticatedHttpRequest, pk: uuid.UUID, edi
     try:
         edit.memory_restore_version(memory=memory, edit=record, via=EditVia.PAGE, editor=request.user)
     except MemoryRequestError as exc:
-        messages.error(request, f"Not restored: {exc}.")
+        messages.error(request, _("Not restored: %(error)s.") % {"error": exc})
     else:
-        messages.success(request, "The earlier version is restored; the restore is in the history.")
+        messages.success(request, _("The earlier version is restored; the restore is in the history."))
     return redirect("memory_detail", pk=memory.pk)
 
 

@@ -18,6 +18,7 @@ from django.core import serializers
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy
 
 from core.files import files_kept
 from core.limits import InputRejected
@@ -35,13 +36,13 @@ MAX_BULK = 1000  # memories one action may change: past this the request would h
 MAX_TAGS = 20
 MAX_TAG_LENGTH = 50
 ACTIONS = {
-    "archive": "Archive",
-    "restore": "Restore",
-    "delete": "Delete",
-    "set_type": "Change type to…",
-    "set_importance": "Set importance to…",
-    "add_tags": "Add tags…",
-    "remove_tags": "Remove tags…",
+    "archive": gettext_lazy("Archive"),
+    "restore": gettext_lazy("Restore"),
+    "delete": gettext_lazy("Delete"),
+    "set_type": gettext_lazy("Change type to…"),
+    "set_importance": gettext_lazy("Set importance to…"),
+    "add_tags": gettext_lazy("Add tags…"),
+    "remove_tags": gettext_lazy("Remove tags…"),
 }
 FIELD_ACTIONS = ("archive", "restore", "set_importance", "add_tags", "remove_tags")
 

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from memories.actions.forgetting import FORGET_STRATEGIES
 from memories.actions.rules import PERCEPTUAL_MODALITIES
@@ -18,62 +20,72 @@ class MemoryFilterForm(forms.Form):
     """The browser's GET filters. Invalid fields are reported and left out; the valid ones still apply."""
 
     q = forms.CharField(
-        label="Search",
+        label=gettext_lazy("Search"),
         required=False,
         max_length=500,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Search memories…"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": gettext_lazy("Search memories…")}),
     )
-    type = forms.ChoiceField(label="Type", required=False, choices=[("", "all"), *MemoryType.choices])
+    type = forms.ChoiceField(
+        label=gettext_lazy("Type"), required=False, choices=[("", gettext_lazy("all")), *MemoryType.choices]
+    )
     session = forms.CharField(
-        label="Session",
+        label=gettext_lazy("Session"),
         required=False,
         max_length=200,
-        widget=forms.TextInput(attrs={"list": "session-keys", "placeholder": "session key"}),
+        widget=forms.TextInput(attrs={"list": "session-keys", "placeholder": gettext_lazy("session key")}),
     )
     min_importance = forms.FloatField(
-        label="Importance from",
+        label=gettext_lazy("Importance from"),
         required=False,
         min_value=0,
         max_value=1,
         widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0"}),
     )
     max_importance = forms.FloatField(
-        label="to",
+        label=gettext_lazy("to"),
         required=False,
         min_value=0,
         max_value=1,
         widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "1"}),
     )
     date_from = forms.DateField(
-        label="Created from", required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=gettext_lazy("Created from"), required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
-    date_to = forms.DateField(label="to", required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    archived = forms.BooleanField(label="Archived only", required=False)
+    date_to = forms.DateField(
+        label=gettext_lazy("to"), required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    archived = forms.BooleanField(label=gettext_lazy("Archived only"), required=False)
     tag = forms.CharField(
-        label="Tag",
+        label=gettext_lazy("Tag"),
         required=False,
         max_length=200,
-        widget=forms.TextInput(attrs={"list": "tag-names", "placeholder": "tag"}),
+        widget=forms.TextInput(attrs={"list": "tag-names", "placeholder": gettext_lazy("tag")}),
     )
-    origin = forms.ChoiceField(label="Source", required=False, choices=[("", "any"), *EditVia.choices])
+    origin = forms.ChoiceField(
+        label=gettext_lazy("Source"), required=False, choices=[("", gettext_lazy("any")), *EditVia.choices]
+    )
     origin_key = forms.TypedChoiceField(
-        label="API key", required=False, coerce=int, empty_value=None, choices=[("", "any")]
+        label=gettext_lazy("API key"),
+        required=False,
+        coerce=int,
+        empty_value=None,
+        choices=[("", gettext_lazy("any"))],
     )
 
     def __init__(self, *args, keys: Sequence[tuple[int, str]] = (), **kwargs):
         """`keys`: the API keys of the memories' owner, (id, name), for the key filter."""
         super().__init__(*args, **kwargs)
-        self.fields["origin_key"].choices = [("", "any"), *keys]  # type: ignore[attr-defined]
+        self.fields["origin_key"].choices = [("", gettext_lazy("any")), *keys]  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         assert cleaned is not None  # Form.clean returns cleaned_data
         low, high = cleaned.get("min_importance"), cleaned.get("max_importance")
         if low is not None and high is not None and low > high:
-            self.add_error("max_importance", "The upper importance bound is below the lower one.")
+            self.add_error("max_importance", _("The upper importance bound is below the lower one."))
         start, end = cleaned.get("date_from"), cleaned.get("date_to")
         if start and end and start > end:
-            self.add_error("date_to", "The end date is before the start date.")
+            self.add_error("date_to", _("The end date is before the start date."))
         return cleaned
 
     @property
@@ -96,7 +108,7 @@ def day_bounds(start: date | None, end: date | None) -> tuple[datetime | None, d
 class MemoryEditForm(forms.Form):
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
     importance = forms.FloatField(min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"}))
-    memory_type = forms.ChoiceField(label="Type", choices=MemoryType.choices)
+    memory_type = forms.ChoiceField(label=gettext_lazy("Type"), choices=MemoryType.choices)
 
     def __init__(self, *args, memory: Memory, **kwargs):
         # Each row carries its own form, so ids must be unique on the page for the labels to work.
@@ -114,14 +126,14 @@ class ForgetForm(forms.Form):
         choices=[(name, name.replace("_", " ")) for name in FORGET_STRATEGIES], initial="importance_based"
     )
     threshold = forms.FloatField(
-        label="Importance below",
+        label=gettext_lazy("Importance below"),
         min_value=0,
         max_value=1,
         initial=0.1,
         widget=forms.NumberInput(attrs={"step": "0.05"}),
     )
-    max_age_days = forms.FloatField(label="Older than (days)", min_value=0, initial=30)
-    max_capacity = forms.IntegerField(label="Keep per type", min_value=0, initial=100)
+    max_age_days = forms.FloatField(label=gettext_lazy("Older than (days)"), min_value=0, initial=30)
+    max_capacity = forms.IntegerField(label=gettext_lazy("Keep per type"), min_value=0, initial=100)
 
 
 # --- authoring: the "Add memory" page and the full edit page ---------------------------------------------------
@@ -139,43 +151,53 @@ def _names(text: str) -> list[str]:
 class MemoryFieldsForm(forms.Form):
     """What the add and the edit page share: every field a person may set on a memory."""
 
-    memory_type = forms.ChoiceField(label="Type", choices=MemoryType.choices, initial=MemoryType.SEMANTIC)
-    content = forms.CharField(label="Content", required=False, widget=forms.Textarea(attrs={"rows": 4}))
+    memory_type = forms.ChoiceField(
+        label=gettext_lazy("Type"), choices=MemoryType.choices, initial=MemoryType.SEMANTIC
+    )
+    content = forms.CharField(
+        label=gettext_lazy("Content"), required=False, widget=forms.Textarea(attrs={"rows": 4})
+    )
     importance = forms.FloatField(
-        label="Importance",
+        label=gettext_lazy("Importance"),
         min_value=0,
         max_value=1,
         initial=0.5,
         widget=forms.NumberInput(attrs={"step": "0.05"}),
     )
     session = forms.CharField(
-        label="Session",
+        label=gettext_lazy("Session"),
         required=False,
         max_length=200,
-        help_text="A session key; a new key starts a session. Empty: none.",
-        widget=forms.TextInput(attrs={"list": "session-keys", "placeholder": "session key"}),
+        help_text=gettext_lazy("A session key; a new key starts a session. Empty: none."),
+        widget=forms.TextInput(attrs={"list": "session-keys", "placeholder": gettext_lazy("session key")}),
     )
     tags = forms.CharField(
-        label="Tags",
+        label=gettext_lazy("Tags"),
         required=False,
-        help_text="Comma-separated.",
-        widget=forms.TextInput(attrs={"placeholder": "work, travel"}),
+        help_text=gettext_lazy("Comma-separated."),
+        widget=forms.TextInput(attrs={"placeholder": gettext_lazy("work, travel")}),
     )
     expires_at = forms.DateTimeField(
-        label="Expires",
+        label=gettext_lazy("Expires"),
         required=False,
         input_formats=[DATETIME_LOCAL, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
-        help_text="Empty: never (working memory: two hours after it is written).",
+        help_text=gettext_lazy("Empty: never (working memory: two hours after it is written)."),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=DATETIME_LOCAL),
     )
     metadata = forms.CharField(
-        label="Metadata (JSON)",
+        label=gettext_lazy("Metadata (JSON)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"source": "notes"}', "spellcheck": "false"}),
     )
-    context = forms.CharField(label="Context", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    outcome = forms.CharField(label="Outcome", required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    participants = forms.CharField(label="Participants", required=False, help_text="Comma-separated.")
+    context = forms.CharField(
+        label=gettext_lazy("Context"), required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    outcome = forms.CharField(
+        label=gettext_lazy("Outcome"), required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    participants = forms.CharField(
+        label=gettext_lazy("Participants"), required=False, help_text=gettext_lazy("Comma-separated.")
+    )
 
     @property
     def more_fields(self) -> list:
@@ -196,19 +218,24 @@ class MemoryFieldsForm(forms.Form):
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
-                f"Metadata is not valid JSON ({exc.msg} at line {exc.lineno})."
+                _("Metadata is not valid JSON (%(error)s at line %(line)d).")
+                % {"error": exc.msg, "line": exc.lineno}
             ) from exc
         except ValueError as exc:  # not a syntax error: a number past Python's 4,300-digit limit
-            raise forms.ValidationError(f"Metadata is not valid JSON ({exc}).") from exc
+            raise forms.ValidationError(
+                _("Metadata is not valid JSON (%(error)s).") % {"error": exc}
+            ) from exc
         if not isinstance(value, dict):
-            raise forms.ValidationError('Metadata must be a JSON object, like {"source": "notes"}.')
+            raise forms.ValidationError(_('Metadata must be a JSON object, like {"source": "notes"}.'))
         return value
 
     def clean_expires_at(self) -> datetime | None:
         moment = self.cleaned_data["expires_at"]
         # Only a newly chosen time must lie ahead: an expired memory can still be edited as it is.
         if moment is not None and "expires_at" in self.changed_data and moment <= timezone.now():
-            raise forms.ValidationError("The expiry is in the past: choose a later time, or leave it empty.")
+            raise forms.ValidationError(
+                _("The expiry is in the past: choose a later time, or leave it empty.")
+            )
         return moment
 
 
@@ -216,9 +243,9 @@ class MemoryAddForm(MemoryFieldsForm):
     field_order = ["memory_type", "content", "file"]
 
     file = forms.FileField(
-        label="File",
+        label=gettext_lazy("File"),
         required=False,
-        help_text="Perceptual memories: an image, audio or video file, or any other.",
+        help_text=gettext_lazy("Perceptual memories: an image, audio or video file, or any other."),
     )
 
     def clean(self) -> dict[str, Any]:
@@ -227,20 +254,22 @@ class MemoryAddForm(MemoryFieldsForm):
         memory_type, upload = cleaned.get("memory_type"), cleaned.get("file")
         if upload is not None and memory_type != MemoryType.PERCEPTUAL:
             self.add_error(
-                "file", "Only a perceptual memory keeps a file: choose that type, or remove the file."
+                "file", _("Only a perceptual memory keeps a file: choose that type, or remove the file.")
             )
         elif upload is not None:
             limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
             if upload.size == 0:
-                self.add_error("file", "The file is empty.")
+                self.add_error("file", _("The file is empty."))
             elif upload.size > limit:
-                self.add_error("file", f"The file is larger than {settings.MNEMO_MAX_UPLOAD_MB} MB.")
+                self.add_error(
+                    "file", _("The file is larger than %(size)s MB.") % {"size": settings.MNEMO_MAX_UPLOAD_MB}
+                )
         if not cleaned.get("content", "").strip() and not (memory_type == MemoryType.PERCEPTUAL and upload):
             self.add_error(
                 "content",
-                "Write what to remember."
+                _("Write what to remember.")
                 if memory_type != MemoryType.PERCEPTUAL
-                else "Describe it or add a file.",
+                else _("Describe it or add a file."),
             )
         return cleaned
 
@@ -299,7 +328,7 @@ class MemoryPageEditForm(MemoryFieldsForm):
     def clean_content(self) -> str:
         content = self.cleaned_data["content"]
         if not content.strip():
-            raise forms.ValidationError("Content must not be empty.")
+            raise forms.ValidationError(_("Content must not be empty."))
         return content
 
     def changes(self) -> dict:

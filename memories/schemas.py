@@ -26,6 +26,7 @@ from core.schemas import (
     Whole,
     text_rules,
 )
+from core.tooling import LANGUAGE_RULE, ReplyLanguage
 from memories.actions.forgetting import MAX_AGE_DAYS, MAX_CAPACITY
 from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.models import Memory
@@ -438,6 +439,7 @@ class MemoryToolIn(BaseModel):
 
     action: Literal[MEMORY_TOOL_ACTIONS]  # type: ignore[valid-type]
     session_id: SessionKey | None = None
+    language: ReplyLanguage | None = Field(None, description=LANGUAGE_RULE)
     # add, update
     content: Content | None = None
     memory_type: MemoryTypeName | None = None

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.db.models import Avg, Count, Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core.limits import InputRejected
 from core.models import ApiKey
@@ -26,24 +28,25 @@ from memories.actions.write import memory_write
 from memories.models import AgentSession, EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
-TYPE_LABELS: dict[str, str] = {
-    MemoryType.WORKING: "工作记忆",
-    MemoryType.EPISODIC: "情景记忆",
-    MemoryType.SEMANTIC: "语义记忆",
-    MemoryType.PERCEPTUAL: "感知记忆",
+# The replies are English, or Chinese (Hello-Agents' own wording) for a call in Chinese (core.tooling.reply_language).
+TYPE_LABELS: dict[str, Any] = {  # lazy: each reply reads them in its own language
+    MemoryType.WORKING: gettext_lazy("working memory"),
+    MemoryType.EPISODIC: gettext_lazy("episodic memory"),
+    MemoryType.SEMANTIC: gettext_lazy("semantic memory"),
+    MemoryType.PERCEPTUAL: gettext_lazy("perceptual memory"),
 }
 # Hello-Agents' reply for an add, and Mnemo's for the curation outcomes (memories.curation).
 WRITE_REPLIES = {
-    "add": "✅ 记忆已添加 (ID: {id})",
-    "supersede": "✅ 记忆已添加 (ID: {id})，并取代了旧的事实: {reason}",
-    "duplicate": "♻️ 已有相同的记忆 (duplicate, ID: {id})，未重复保存",
-    "merge": "♻️ 已合并到已有的记忆 (merged, ID: {id}): {reason}",
+    "add": gettext_lazy("✅ Memory added (ID: %(id)s)"),
+    "supersede": gettext_lazy("✅ Memory added (ID: %(id)s); it replaces an older fact: %(reason)s"),
+    "duplicate": gettext_lazy("♻️ The same memory is already stored (duplicate, ID: %(id)s); not saved again"),
+    "merge": gettext_lazy("♻️ Merged into an existing memory (merged, ID: %(id)s): %(reason)s"),
 }
 ACTIONS = ("add", "search", "summary", "stats", "update", "remove", "forget", "consolidate", "clear_all")
 # The actions that change memories: over the API and MCP they need a key with the write scope.
 WRITE_ACTIONS = frozenset({"add", "update", "remove", "forget", "consolidate", "clear_all"})
 # Keys every action understands besides its own parameters.
-COMMON_KEYS = {"action", "session_id"}
+COMMON_KEYS = {"action", "session_id", "language"}
 EPISODE_KEYS = ("context", "outcome", "participants", "tags")
 # Every parameter some action reads (memories.schemas.MemoryToolIn types each): add keeps the others as metadata.
 PARAMETERS = frozenset(
@@ -66,7 +69,7 @@ class MemoryTool(ActionTool):
     write_actions = WRITE_ACTIONS
     refusals = (InputRejected,)  # ToolInputError and MemoryRequestError among them
     name = "memory"
-    description = "记忆工具：添加、搜索、总结、更新、删除、遗忘与整合用户的记忆 (Mnemo)"
+    description = "Memory tool: add, search, summarise, update, remove, forget and consolidate the user's memories (Mnemo)"
 
     def __init__(
         self,
@@ -139,7 +142,7 @@ class MemoryTool(ActionTool):
             "superseded": [str(older.pk) for older in written.superseded],
         }
         return ToolReply(
-            True, WRITE_REPLIES[written.action].format(id=memory.pk, reason=written.reason), data
+            True, WRITE_REPLIES[written.action] % {"id": memory.pk, "reason": written.reason}, data
         )
 
     def _search(self, params: Params) -> ToolReply:
@@ -167,13 +170,14 @@ class MemoryTool(ActionTool):
         )
         data = {"results": [_hit_data(hit) for hit in result.hits], "notice": result.notice}
         if not result.hits:
-            return ToolReply(True, f"🔍 未找到与 '{query}' 相关的记忆", data)
-        lines = [f"🔍 找到 {len(result.hits)} 条相关记忆:"]
+            return ToolReply(True, _("🔍 No memories found for '%(query)s'") % {"query": query}, data)
+        lines = [_("🔍 Found %(count)d relevant memories:") % {"count": len(result.hits)}]
         for index, hit in enumerate(result.hits, start=1):
             memory = hit.memory
             lines.append(
                 f"{index}. [{TYPE_LABELS[memory.memory_type]}] {_clip(memory.content, 80)} "
-                f"(重要性: {memory.importance:.2f}, 得分: {hit.score:.3f}, ID: {memory.pk})"
+                + _("(importance: %(importance).2f, score: %(score).3f, ID: %(id)s)")
+                % {"importance": memory.importance, "score": hit.score, "id": memory.pk}
             )
         if result.notice:
             lines.append(f"⚠️ {result.notice}")
@@ -185,23 +189,25 @@ class MemoryTool(ActionTool):
             return None
         session = AgentSession.objects.filter(user=self.user, key=key).first()
         if session is None:
-            raise ToolInputError(f"no session named {key!r} for this user")
+            raise ToolInputError(_("no session named %(key)r for this user") % {"key": key})
         return session
 
     def _summary(self, params: Params) -> ToolReply:
         limit = params.integer("limit", 10, high=100)
         stats = self._stats_data()
         lines = [
-            "📊 记忆系统摘要",
-            f"总记忆数: {stats['total']}",
-            f"当前会话: {self.current_session_id or '未开始'}",
-            f"对话轮次: {self.conversation_count}",
+            _("📊 Memory summary"),
+            _("Memories: %(total)d") % {"total": stats["total"]},
+            _("Current session: %(session)s") % {"session": self.current_session_id or _("not started")},
+            _("Conversation turns: %(turns)d") % {"turns": self.conversation_count},
             "",
-            "📋 记忆类型分布:",
+            _("📋 Memories by type:"),
         ]
         for memory_type, entry in stats["by_type"].items():
             lines.append(
-                f"  • {TYPE_LABELS[memory_type]}: {entry['count']} 条 (平均重要性: {entry['avg_importance']:.2f})"
+                f"  • {TYPE_LABELS[memory_type]}: "
+                + _("%(count)d (average importance: %(importance).2f)")
+                % {"count": entry["count"], "importance": entry["avg_importance"]}
             )
         important = (
             Memory.objects.for_user(self.user)
@@ -211,10 +217,12 @@ class MemoryTool(ActionTool):
             .order_by("-importance", "-created_at")[:limit]
         )
         if important:
-            lines += ["", f"⭐ 重要记忆 (前{len(important)}条):"]
+            lines += ["", _("⭐ Important memories (top %(count)d):") % {"count": len(important)}]
             for index, memory in enumerate(important, start=1):
                 lines.append(
-                    f"  {index}. {_clip(memory.content, 60)} (重要性: {memory.importance:.2f}, ID: {memory.pk})"
+                    f"  {index}. {_clip(memory.content, 60)} "
+                    + _("(importance: %(importance).2f, ID: %(id)s)")
+                    % {"importance": memory.importance, "id": memory.pk}
                 )
         stats["important"] = [_memory_data(m) for m in important]
         return ToolReply(True, "\n".join(lines), stats)
@@ -222,14 +230,17 @@ class MemoryTool(ActionTool):
     def _stats(self, params: Params) -> ToolReply:
         stats = self._stats_data()
         lines = [
-            "📈 记忆系统统计",
-            f"总记忆数: {stats['total']}",
-            f"启用的记忆类型: {', '.join(self.memory_types)}",
-            f"会话ID: {self.current_session_id or '未开始'}",
-            f"对话轮次: {self.conversation_count}",
+            _("📈 Memory statistics"),
+            _("Memories: %(total)d") % {"total": stats["total"]},
+            _("Memory types in use: %(types)s") % {"types": ", ".join(self.memory_types)},
+            _("Session ID: %(session)s") % {"session": self.current_session_id or _("not started")},
+            _("Conversation turns: %(turns)d") % {"turns": self.conversation_count},
         ]
         for memory_type, entry in stats["by_type"].items():
-            lines.append(f"  • {TYPE_LABELS[memory_type]}: {entry['count']} 条, {entry['tokens']} tokens")
+            lines.append(
+                f"  • {TYPE_LABELS[memory_type]}: "
+                + _("%(count)d, %(tokens)d tokens") % {"count": entry["count"], "tokens": entry["tokens"]}
+            )
         return ToolReply(True, "\n".join(lines), stats)
 
     def _stats_data(self) -> dict[str, Any]:
@@ -268,7 +279,7 @@ class MemoryTool(ActionTool):
         try:
             memory = self._memory(params)
         except LookupError as missing:
-            return ToolReply(False, f"⚠️ 未找到要更新的记忆: {missing}", status=404)
+            return ToolReply(False, _("⚠️ No memory to update: %(id)s") % {"id": missing}, status=404)
         changes: dict[str, Any] = {}
         if params.raw.get("content") is not None:
             changes["content"] = params.text("content", required=True)
@@ -277,19 +288,23 @@ class MemoryTool(ActionTool):
         if params.raw.get("memory_type") is not None:
             changes["memory_type"] = params.choice("memory_type", None, MemoryType.values)
         if not changes:
-            raise ToolInputError("give at least one of 'content', 'importance', 'memory_type' to update")
+            raise ToolInputError(_("give at least one of 'content', 'importance', 'memory_type' to update"))
         memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
         return ToolReply(
-            True, f"✅ 记忆已更新 (ID: {memory.pk})", {"id": str(memory.pk), "changed": sorted(changes)}
+            True,
+            _("✅ Memory updated (ID: %(id)s)") % {"id": memory.pk},
+            {"id": str(memory.pk), "changed": sorted(changes)},
         )
 
     def _remove(self, params: Params) -> ToolReply:
         try:
             memory = self._memory(params)
         except LookupError as missing:
-            return ToolReply(False, f"⚠️ 未找到要删除的记忆: {missing}", status=404)
+            return ToolReply(False, _("⚠️ No memory to remove: %(id)s") % {"id": missing}, status=404)
         memories_delete(user=self.user, memory_ids=[memory.pk])
-        return ToolReply(True, f"✅ 记忆已删除 (ID: {memory.pk})", {"id": str(memory.pk)})
+        return ToolReply(
+            True, _("✅ Memory removed (ID: %(id)s)") % {"id": memory.pk}, {"id": str(memory.pk)}
+        )
 
     def _forget(self, params: Params) -> ToolReply:
         strategy = params.text("strategy", "importance_based")
@@ -301,7 +316,10 @@ class MemoryTool(ActionTool):
             memory_types=params.choices("memory_types", MemoryType.values, alias="memory_type"),
         )
         return ToolReply(
-            True, f"🧹 已遗忘 {count} 条记忆（策略: {strategy}）", {"forgotten": count, "strategy": strategy}
+            True,
+            _("🧹 Forgot %(count)d memories (strategy: %(strategy)s)")
+            % {"count": count, "strategy": strategy},
+            {"forgotten": count, "strategy": strategy},
         )
 
     def _consolidate(self, params: Params) -> ToolReply:
@@ -313,17 +331,24 @@ class MemoryTool(ActionTool):
         )
         return ToolReply(
             True,
-            f"🔄 已整合 {len(promoted)} 条记忆为长期记忆（{from_type} → {to_type}，阈值={threshold}）",
+            _(
+                "🔄 Consolidated %(count)d memories into long-term memory (%(from)s → %(to)s, threshold=%(threshold)s)"
+            )
+            % {"count": len(promoted), "from": from_type, "to": to_type, "threshold": threshold},
             {"consolidated": [str(m.pk) for m in promoted], "from_type": from_type, "to_type": to_type},
         )
 
     def _clear_all(self, params: Params) -> ToolReply:
         if params.raw.get("confirm") is not True:
             raise ToolInputError(
-                'clear_all deletes every memory of this user; send "confirm": true to go ahead'
+                _('clear_all deletes every memory of this user; send "confirm": true to go ahead')
             )
         count = memories_clear(user=self.user)
-        return ToolReply(True, f"🧽 已清空所有记忆 ({count} 条，仅限用户 {self.user_id})", {"deleted": count})
+        text = _("🧽 Cleared all memories (%(count)d, of user %(user)s only)") % {
+            "count": count,
+            "user": self.user_id,
+        }
+        return ToolReply(True, text, {"deleted": count})
 
 
 def _uuid_or_none(value: str):

@@ -17,9 +17,10 @@ from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
@@ -279,7 +280,7 @@ def _set_archived(request: AuthenticatedHttpRequest, pk: uuid.UUID, *, archived:
     if from_row(request, f"memory-{memory.pk}"):
         listing.attach_entities([memory])
         return render(request, f"{LIST_TEMPLATE}#memory-row", {"memory": memory})
-    messages.success(request, "Memory archived." if archived else "Memory restored.")
+    messages.success(request, _("Memory archived.") if archived else _("Memory restored."))
     return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
@@ -303,7 +304,7 @@ def memory_restore(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
 def memory_reinstate(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Make a superseded fact current again."""
     memory = edit.memory_reinstate(memory=_memory(request, pk), via=EditVia.PAGE, editor=request.user)
-    messages.success(request, "The fact is current again.")
+    messages.success(request, _("The fact is current again."))
     return navigate(request, next_url(request, reverse("memory_detail", args=[memory.pk])))
 
 
@@ -315,7 +316,7 @@ def memory_delete(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
     forgetting.memories_delete(user=subject_user(request), memory_ids=[memory.pk])
     if from_row(request, f"memory-{memory.pk}"):
         return HttpResponse("")  # the row swaps itself out for nothing
-    messages.success(request, "Memory deleted.")
+    messages.success(request, _("Memory deleted."))
     return navigate(request, next_url(request, reverse("memory_list")))
 
 
@@ -429,7 +430,13 @@ def review_find(request: AuthenticatedHttpRequest) -> HttpResponse:
     drafts = cleaning.propose(subject_user(request))
     queued = cleaning.queue(subject_user(request), drafts)
     messages.success(
-        request, f"{len(drafts)} proposal{pluralize(len(drafts))} found, {len(queued)} new in the queue."
+        request,
+        ngettext(
+            "%(found)d proposal found, %(new)d new in the queue.",
+            "%(found)d proposals found, %(new)d new in the queue.",
+            len(drafts),
+        )
+        % {"found": len(drafts), "new": len(queued)},
     )
     return redirect("memory_review")
 
@@ -440,7 +447,21 @@ DECISIONS: dict[str, Callable[..., Proposal]] = {
     "undo": cleaning.undo,
 }
 # What a decision did, for the message after it ("reject" + "d" once read "Proposal rejectd.").
-DECIDED = {"approve": "approved", "reject": "rejected", "undo": "undone"}
+# One decision's message, and the count's message of a decision on several (its number is "count").
+DECIDED = {
+    "approve": (
+        gettext_lazy("Proposal approved."),
+        ngettext_lazy("%(count)d proposal approved.", "%(count)d proposals approved.", "count"),
+    ),
+    "reject": (
+        gettext_lazy("Proposal rejected."),
+        ngettext_lazy("%(count)d proposal rejected.", "%(count)d proposals rejected.", "count"),
+    ),
+    "undo": (
+        gettext_lazy("Proposal undone."),
+        ngettext_lazy("%(count)d proposal undone.", "%(count)d proposals undone.", "count"),
+    ),
+}
 
 
 def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str) -> bool:
@@ -450,7 +471,7 @@ def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str
         else:
             DECISIONS[decision](proposal, editor=request.user, via=EditVia.PAGE)
     except cleaning.ProposalError as exc:
-        messages.error(request, f"Proposal {proposal.pk}: {exc}.")
+        messages.error(request, _("Proposal %(id)s: %(error)s.") % {"id": proposal.pk, "error": exc})
         return False
     return True
 
@@ -463,7 +484,7 @@ def review_decide(request: AuthenticatedHttpRequest, pk: int, decision: str) -> 
         raise Http404("No such decision.")
     proposal = get_object_or_404(Proposal, pk=pk, user=subject_user(request))
     if _decide(request, proposal, decision):
-        messages.success(request, f"Proposal {DECIDED[decision]}.")
+        messages.success(request, DECIDED[decision][0])
     return redirect("memory_review")
 
 
@@ -474,9 +495,9 @@ def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
     decision = request.POST.get("decision")
     ids = [value for value in request.POST.getlist("ids") if value.isdigit()]
     if decision not in ("approve", "reject") or not ids:
-        messages.error(request, "Select proposals, then Approve or Reject.")
+        messages.error(request, _("Select proposals, then Approve or Reject."))
         return redirect("memory_review")
     proposals = Proposal.objects.filter(user=subject_user(request), pk__in=ids, status=ProposalStatus.PENDING)
     done = sum(_decide(request, proposal, decision) for proposal in proposals)
-    messages.success(request, f"{done} proposal{pluralize(done)} {DECIDED[decision]}.")
+    messages.success(request, DECIDED[decision][1] % {"count": done})
     return redirect("memory_review")

@@ -47,6 +47,8 @@ OWN_ONLY = {
     "login",
     "logout",
     "favicon",
+    "set_language",  # the language switch: a cookie, for whoever is signed in (or not)
+    "javascript-catalog",
     "openai_models",
     "openai_chat_completions",
     "mcp",

@@ -7,6 +7,7 @@ from agents.answers import RETRIEVAL_ONLY
 from memories.models import ChatMessage, Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
+RETRIEVAL_ONLY_ZH = "仅检索回答（未配置 LLM）："
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def ask(client: OpenAI, text: str, session: str, **kwargs) -> str:
 
 def test_a_fact_told_in_one_session_answers_a_question_in_the_next(fake_llm, mnemo, user):
     first = ask(mnemo, "Hi! My name is Alice and I work as a data engineer.", "session-1")
-    assert first.startswith("Done: ✅ 记忆已添加")
+    assert first.startswith("Done: ✅ Memory added")
     fact = Memory.objects.get(user=user, memory_type="semantic")
     assert fact.content == "The user's name is Alice and they work as a data engineer."
     assert fact.source_message.content.startswith("Hi! My name is Alice")
@@ -187,11 +188,12 @@ def test_without_an_llm_where_do_i_work_leads_with_the_users_own_employer(mnemo,
         memory_create(user=user, content=fact, memory_type="semantic")
     answer = ask(mnemo, "Where do I work?", "s-work")
     assert answer.splitlines()[0] == f"{RETRIEVAL_ONLY} You work at Lumen Bank as a risk analyst."
+    # A question in Chinese gets the Chinese label, whatever the language of the memory it answers with.
     assert ask(mnemo, "我在哪儿上班？", "s-work").splitlines()[0] == (
-        f"{RETRIEVAL_ONLY} You work at Lumen Bank as a risk analyst."
+        f"{RETRIEVAL_ONLY_ZH} You work at Lumen Bank as a risk analyst."
     )
     memory_create(user=user, content="用户在京东物流上班", memory_type="semantic")  # supersedes Lumen Bank
-    assert ask(mnemo, "我在哪儿上班？", "s-work").splitlines()[0] == f"{RETRIEVAL_ONLY} 你在京东物流上班。"
+    assert ask(mnemo, "我在哪儿上班？", "s-work").splitlines()[0] == f"{RETRIEVAL_ONLY_ZH} 你在京东物流上班。"
     # Another person's employer, asked by name, is theirs.
     assert ask(mnemo, "Where does Farida work?", "s-work").splitlines()[0] == (
         f"{RETRIEVAL_ONLY} Farida works at Kestrel Labs as a chemist."
@@ -208,7 +210,7 @@ def test_without_an_llm_a_statement_is_acknowledged_with_what_was_saved(mnemo, u
     )
     assert ask(mnemo, "I prefer rooibos", "s-told") == f"{RETRIEVAL_ONLY} I already knew: you prefer rooibos."
     assert ask(mnemo, "我住在厦门，我喜欢喝乌龙茶", "s-told") == (
-        f"{RETRIEVAL_ONLY} 记下了：你住在厦门（不再是：you now live in Tromsø）；你喜欢喝乌龙茶。"
+        f"{RETRIEVAL_ONLY_ZH} 记下了：你住在厦门（不再是：you now live in Tromsø）；你喜欢喝乌龙茶。"
     )
     # A statement with a question gets both: what was saved, then the answer.
     both = ask(mnemo, "I keep bees. What do I prefer?", "s-told")

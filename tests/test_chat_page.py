@@ -218,7 +218,7 @@ def test_without_an_llm_the_form_answers_retrieval_only_citing_the_memory(logged
     answer = assistant(session)
     assert response.status_code == 302
     assert response["Location"] == f"{page_url(session)}#message-{answer.pk}"
-    assert answer.content.startswith(RETRIEVAL_ONLY)
+    assert answer.content.startswith(str(RETRIEVAL_ONLY))
     assert answer.retrieved["memories"] == [str(memory.pk)]
     body = logged_in.get(page_url(session)).content.decode()
     assert '<span class="tag retrieval-only"' in body
@@ -233,7 +233,7 @@ def test_without_an_llm_the_stream_sends_the_passages_and_a_done_event(logged_in
 
     names = [name for name, _ in events]
     assert names[0] == "delta" and names[-1] == "done"
-    assert streamed_text(events).startswith(RETRIEVAL_ONLY)
+    assert streamed_text(events).startswith(str(RETRIEVAL_ONLY))
     assert "data engineer at Acme" in streamed_text(events)
     done = events[-1][1]
     assert done["id"] == str(assistant(session).pk)
@@ -266,7 +266,7 @@ def test_a_stated_fact_streams_its_tool_call_and_is_listed_with_undo(fake_llm, l
 
     assert ("tool", {"name": "memory_add", "ok": True}) in events
     assert [name for name, _ in events].count("delta") > 1  # the answer came in pieces
-    assert streamed_text(events).startswith("Done: ✅ 记忆已添加")
+    assert streamed_text(events).startswith("Done: ✅ Memory added")
     fact = Memory.objects.get(user=user, memory_type="semantic")
     assert fact.content == ALICE_FACT
     message = assistant(session)

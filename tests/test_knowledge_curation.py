@@ -336,7 +336,7 @@ def test_workbook_chunks_name_their_sheet(client, write_key, api, user, tmp_path
     reply = RAGTool(user_id=user.username).run(
         {"action": "search", "query": "Pilotage cost", "min_score": 0.0}
     )
-    assert "位置: sheet Fees" in reply
+    assert "Location: sheet Fees" in reply
     answer = ask(user=user, question="Pilotage cost")
     assert "[1] (book, sheet Fees)" in answer.text  # the sheet is its own heading: named once
 
@@ -371,7 +371,7 @@ def test_an_image_with_no_text_is_ready_with_no_chunk_and_says_why(client, write
     reply = RAGTool(user_id=user.username, rag_namespace="images").run(
         {"action": "add_document", "file_path": str(fk.make_png(tmp_path, "again.png"))}
     )
-    assert "分块数量: 0" in reply and "No text found in this image" in reply
+    assert "📊 Chunks: 0" in reply and "No text found in this image" in reply
 
 
 # --- the pages ---------------------------------------------------------------------------------------------------

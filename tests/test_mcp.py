@@ -283,3 +283,17 @@ def test_memory_search_filters_by_tag_and_memories_record_they_came_through_mcp(
     recent = read_resource(served.mcp_url, served.alice_read, "mnemo://memories/recent")
     mine = next(memory for memory in recent if memory["id"] == plain)
     assert (mine["origin"], mine["origin_key_name"]) == ("mcp", "tests")
+
+
+def test_tools_answer_in_the_language_of_the_call(served):
+    chinese = call(
+        served.mcp_url, served.alice, "memory_add", {"content": "孙七的猫叫团子", "memory_type": "semantic"}
+    )
+    assert chinese.content[0].text == f"✅ 记忆已添加 (ID: {chinese.structured_content['id']})"
+    english = call(served.mcp_url, served.alice, "memory_add", {"content": "Sun Qi's cat is called Tuanzi"})
+    assert english.content[0].text == f"✅ Memory added (ID: {english.structured_content['id']})"
+    asked = call(served.mcp_url, served.alice, "memory_summary", {"language": "zh-hans"})
+    assert asked.content[0].text.startswith("📊 记忆系统摘要\n总记忆数: ")
+    refused = call(served.mcp_url, served.alice, "memory_summary", {"language": "fr"})
+    assert refused.is_error is True
+    assert "'language' must be one of en, zh-hans" in refused.content[0].text

@@ -275,7 +275,7 @@ def test_chat_remembers_a_fact_in_the_next_session(stack, fake_llm_server):
         return response.choices[0].message.content
 
     first = ask("Hi! My name is Alice and I work as a data engineer.", "chat-1")
-    assert first.startswith("Done: ✅ 记忆已添加")
+    assert first.startswith("Done: ✅ Memory added")
     fact = "The user's name is Alice and they work as a data engineer."
     assert stack.rows("SELECT count(*) FROM memories_memory WHERE content = %s", fact) == [(1,)]
     assert stack.rows("SELECT count(*) FROM agents_chatmessage")[0][0] >= 2

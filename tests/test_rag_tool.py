@@ -48,7 +48,7 @@ def test_add_document_reads_a_file(rag, tmp_path):
     path = tmp_path / "guide.md"
     path.write_text("# Guide\n\n## Install\n\nRun make run to start Mnemo.\n", encoding="utf-8")
     reply = rag.run({"action": "add_document", "file_path": str(path)})
-    assert reply.startswith("✅ 文档已添加到知识库: guide.md")
+    assert reply.startswith("✅ Document added to the knowledge base: guide.md")
     chunk = Chunk.objects.get()
     assert chunk.heading_path == "Guide > Install"
     assert "找不到" not in rag.run({"action": "search", "query": "how to start Mnemo"})
@@ -67,8 +67,8 @@ def test_namespaces_isolate_and_clear_only_clears_one(rag):
     other_ns.run({"action": "add_text", "text": TUTORIAL_TEXTS["python_intro"], "document_id": "p"})
     assert Document.objects.count() == 2  # the same file in two namespaces: two independent copies
     refused = other_ns.run({"action": "clear"})
-    assert refused.startswith("⚠️ 危险操作")
-    assert other_ns.run({"action": "clear", "confirm": True}).startswith(
+    assert refused.startswith("⚠️ Dangerous: clearing the knowledge base")
+    assert other_ns.run({"action": "clear", "confirm": True, "language": "zh-hans"}).startswith(
         "✅ 知识库已成功清空（命名空间：research"
     )
     assert list(Document.objects.values_list("namespace", flat=True)) == ["default"]
@@ -80,7 +80,7 @@ def test_a_user_never_sees_another_users_knowledge(rag):
     RAGTool(user_id="mallory").run(
         {"action": "add_text", "text": "mallory's secret recipe uses saffron", "document_id": "s"}
     )
-    assert "未找到" in rag.run({"action": "search", "query": "secret recipe saffron"})
+    assert "Nothing found" in rag.run({"action": "search", "query": "secret recipe saffron"})
     assert "saffron" not in rag.run({"action": "ask", "question": "what is in the secret recipe?"})
 
 
@@ -97,15 +97,16 @@ def test_ask_without_an_llm_returns_cited_passages_and_a_notice(rag):
 
 def test_unknown_action_and_missing_parameters(rag):
     reply = rag.run({"action": "index"})
-    assert "不支持的操作: index" in reply
+    assert "Unknown action: index" in reply
     assert all(action in reply for action in ACTIONS)
     assert "'text'" in rag.run({"action": "add_text"})
     assert "'query'" in rag.run({"action": "search"})
-    assert "文件不存在" in rag.run({"action": "add_document", "file_path": "/nonexistent/file.pdf"})
+    assert "No such file" in rag.run({"action": "add_document", "file_path": "/nonexistent/file.pdf"})
 
 
 def test_stats_counts_this_namespace(rag):
     add_tutorial_texts(rag)
     reply = rag.execute({"action": "stats"})
     assert (reply.data["documents"], reply.data["chunks"]) == (3, 3)
-    assert "📊 文档分块数: 3" in reply.text
+    assert "📊 Chunks in the namespace: 3" in reply.text
+    assert "📊 文档分块数: 3" in rag.execute({"action": "stats", "language": "zh-hans"}).text

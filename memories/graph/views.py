@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -367,7 +368,11 @@ def relation_edit(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpRespo
         context = _relation_panel(request, relation, error=error)
         return render(request, f"{TEMPLATE}#relation-panel", context, status=422)
     response = render(request, f"{TEMPLATE}#relation-panel", _relation_panel(request, relation, saved=True))
-    done = f"Saved {relation.source.name} -{relation.relation_type}-> {relation.target.name}."
+    done = _("Saved %(source)s -%(type)s-> %(target)s.") % {
+        "source": relation.source.name,
+        "type": relation.relation_type,
+        "target": relation.target.name,
+    }
     return _changed(request, response, {"action": "update-edge", "edge": _edge(relation)}, done)
 
 

@@ -13,6 +13,10 @@
  */
 (function () {
   "use strict";
+  // Words come from Django's JavaScript catalogue (base.html loads it first); without it, English.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const interpolate = window.interpolate || ((text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => values[key]));
 
   const form = document.getElementById("chat-form");
   const log = document.getElementById("chat-log");
@@ -63,7 +67,7 @@
     const box = element("div", "bubble");
     if (role === "assistant") {
       const head = element("div", "bubble-head");
-      head.append(element("span", "who", "Mnemo"), element("span", "muted small stream-state", "thinking…"));
+      head.append(element("span", "who", "Mnemo"), element("span", "muted small stream-state", gettext("thinking…")));
       box.append(head);
     }
     box.append(element("div", "bubble-text"));
@@ -135,12 +139,12 @@
     answer.classList.add("is-streaming");
     answer.querySelector(".bubble").append(element("ul", "stream-tools"));
     reveal(answer);
-    say("Mnemo is answering…");
+    say(gettext("Mnemo is answering…"));
 
     try {
       await stream(data, answer);
     } catch (error) {
-      fail(answer, "The connection failed. Check that the server is running, then try again.");
+      fail(answer, gettext("The connection failed. Check that the server is running, then try again."));
     }
   }
 
@@ -157,8 +161,9 @@
     if (response.redirected || !type.startsWith("text/event-stream")) {
       // A redirect here is the login page: the login expired while the page was open.
       const reason = response.redirected ? "" : (await response.text()).trim();
-      fail(answer, response.redirected ? "You are logged out: reload the page and log in again."
-        : reason && reason.length < 300 ? reason : "The server answered " + response.status + ".");
+      fail(answer, response.redirected ? gettext("You are logged out: reload the page and log in again.")
+        : reason && reason.length < 300 ? reason
+        : interpolate(gettext("The server answered %(status)s."), { status: response.status }, true));
       return;
     }
     let finished = false;
@@ -168,7 +173,7 @@
         answerText.textContent += payload.text;
         reveal(answer); // follow the answer as it grows, until it is taller than the window
       } else if (name === "tool") {
-        tools.append(element("li", payload.ok ? "" : "bad", "⚙ " + payload.name + (payload.ok ? " ✓" : " ✗ failed")));
+        tools.append(element("li", payload.ok ? "" : "bad", "⚙ " + payload.name + (payload.ok ? " ✓" : " ✗ " + gettext("failed"))));
       } else if (name === "done") {
         const rendered = fromHTML(payload.html);
         answer.replaceWith(rendered);
@@ -181,7 +186,7 @@
         finished = true;
       }
     });
-    if (!finished) fail(answer, "The answer was cut off. Reload the page to see what was saved.");
+    if (!finished) fail(answer, gettext("The answer was cut off. Reload the page to see what was saved."));
   }
 
   form.addEventListener("submit", function (event) {

@@ -10,6 +10,10 @@
  */
 (function () {
   "use strict";
+  // Words come from Django's JavaScript catalogue (base.html loads it first); without it, English.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const interpolate = window.interpolate || ((text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => values[key]));
 
   const root = document.getElementById("graph-canvas");
   if (!root || typeof window.cytoscape !== "function") {
@@ -187,7 +191,7 @@
   async function getJSON(address) {
     const response = await fetch(address, { headers: { Accept: "application/json" }, credentials: "same-origin" });
     if (response.status === 401) {
-      throw new Error("Your session has ended: reload the page and log in again.");
+      throw new Error(gettext("Your session has ended: reload the page and log in again."));
     }
     if (!response.ok) {
       let detail = "";
@@ -196,7 +200,9 @@
       } catch (error) {
         detail = "";
       }
-      throw new Error(`The graph could not be loaded (${response.status}${detail ? ": " + detail : ""}).`);
+      throw new Error(
+        interpolate(gettext("The graph could not be loaded (%(status)s)."), { status: `${response.status}${detail ? ": " + detail : ""}` }, true)
+      );
     }
     return response.json();
   }
@@ -219,7 +225,7 @@
       query.set("type", formValue("type"));
     }
     root.dataset.state = "loading";
-    say("Loading the graph…");
+    say(gettext("Loading the graph…"));
     let data;
     try {
       data = await getJSON(`${root.dataset.dataUrl}?${query}`);
@@ -238,7 +244,7 @@
     cy.add(edgeElements(data.edges));
     if (data.nodes.length === 0) {
       root.dataset.state = "ready";
-      say(formValue("q") ? `No entity matches “${formValue("q")}”.` : "No entity of this type yet.");
+      say(formValue("q") ? interpolate(gettext("No entity matches “%(query)s”."), { query: formValue("q") }, true) : gettext("No entity of this type yet."));
       return;
     }
     cy.nodes().filter((node) => node.data("match")).addClass("match");
@@ -246,14 +252,24 @@
       say(data.message, "capped");
     } else if (formValue("q") && data.neighbours) {
       say(
-        `Found ${data.shown} ${data.shown === 1 ? "entity" : "entities"} matching “${formValue("q")}”, drawn with ` +
-          `${data.neighbours} ${data.neighbours === 1 ? "neighbour" : "neighbours"}. Click an entity to expand it.`
+        interpolate(
+          ngettext(
+            "Found %(shown)s entity matching “%(query)s”, drawn with %(neighbours)s neighbours. Click an entity to expand it.",
+            "Found %(shown)s entities matching “%(query)s”, drawn with %(neighbours)s neighbours. Click an entity to expand it.",
+            data.shown
+          ),
+          { shown: data.shown, query: formValue("q"), neighbours: data.neighbours },
+          true
+        )
       );
     } else {
       const relations = data.edges.length;
       say(
-        `Showing ${data.shown} ${data.shown === 1 ? "entity" : "entities"} and ${relations} ` +
-          `${relations === 1 ? "relation" : "relations"}. Click an entity to expand it.`
+        interpolate(
+          gettext("Showing %(shown)s entities and %(relations)s relations. Click an entity to expand it."),
+          { shown: data.shown, relations: relations },
+          true
+        )
       );
     }
     runLayout(true);
@@ -291,18 +307,18 @@
     const name = node.data("label");
     const hops = depth === "1" ? "1 hop" : `${depth} hops`;
     if (leftOut > 0) {
-      const notDrawn = `${data.truncated ? "more than " : ""}${leftOut}`;
+      const notDrawn = data.truncated ? interpolate(gettext("more than %(n)s"), { n: leftOut }, true) : `${leftOut}`;
       say(
         (added.length
-          ? `Added ${added.length} neighbours of ${name} (${hops}); ${notDrawn} more not drawn`
-          : `${notDrawn} neighbours of ${name} (${hops}) not drawn`) +
-          `: the graph shows at most ${MAX_NODES} entities — refine the search.`,
+          ? interpolate(gettext("Added %(added)s neighbours of %(name)s (%(hops)s); %(left)s more not drawn"), { added: added.length, name: name, hops: hops, left: notDrawn }, true)
+          : interpolate(gettext("%(left)s neighbours of %(name)s (%(hops)s) not drawn"), { left: notDrawn, name: name, hops: hops }, true)) +
+          interpolate(gettext(": the graph shows at most %(max)s entities — refine the search."), { max: MAX_NODES }, true),
         "capped"
       );
     } else if (added.length || newEdges.length) {
-      say(`Added ${added.length} ${added.length === 1 ? "neighbour" : "neighbours"} of ${name} (${hops}).`);
+      say(interpolate(ngettext("Added %(n)s neighbour of %(name)s (%(hops)s).", "Added %(n)s neighbours of %(name)s (%(hops)s).", added.length), { n: added.length, name: name, hops: hops }, true));
     } else {
-      say(`${name}: every neighbour within ${hops} is already drawn.`);
+      say(interpolate(gettext("%(name)s: every neighbour within %(hops)s is already drawn."), { name: name, hops: hops }, true));
     }
     if (added.length || newEdges.length) {
       runLayout(false);
@@ -315,7 +331,7 @@
     if (window.htmx) {
       window.htmx.ajax("GET", address, { target: "#graph-panel", swap: "innerHTML" });
     } else {
-      panel.textContent = "The details need htmx, which did not load.";
+      panel.textContent = gettext("The details need htmx, which did not load.");
     }
   }
 
@@ -353,7 +369,7 @@
         color: colours[change.node.type] || colours.OTHER || "#9ca3af",
       });
       node.toggleClass("type-hidden", hiddenTypes.has(change.node.type));
-      say(`Saved ${change.node.label}.`);
+      say(interpolate(gettext("Saved %(name)s."), { name: change.node.label }, true));
     } else if (change.action === "merge" && change.node) {
       const gone = cy.getElementById(change.removed);
       const position = gone.empty() ? undefined : { ...gone.position() };
@@ -367,17 +383,17 @@
       cy.add(edgeElements(change.edges || []));
       cy.elements().unselect();
       cy.getElementById(change.node.id).select();
-      say(`Merged into ${change.node.label}.`);
+      say(interpolate(gettext("Merged into %(name)s."), { name: change.node.label }, true));
       runLayout(false);
     } else if (change.action === "delete") {
       removeById(change.removed);
-      say("Entity deleted.");
+      say(gettext("Entity deleted."));
     } else if (change.action === "update-edge" && change.edge) {
       cy.getElementById(change.edge.id).data({ type: change.edge.type, strength: change.edge.strength });
-      say(`Saved the relation ${change.edge.type}.`);
+      say(interpolate(gettext("Saved the relation %(type)s."), { type: change.edge.type }, true));
     } else if (change.action === "delete-edge") {
       removeById(change.removed);
-      say("Relation deleted.");
+      say(gettext("Relation deleted."));
     }
   });
 

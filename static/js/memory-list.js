@@ -2,10 +2,15 @@
 // "all N matching", the bulk action's value field, and keyboard shortcuts (j/k, x, e, a, o, / and ?).
 // Everything is delegated from document, so it keeps working after htmx swaps the table.
 (() => {
+  // Words come from Django's JavaScript catalogue (base.html loads it first); without it, English.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const interpolate = window.interpolate || ((text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => values[key]));
   const rows = () => [...document.querySelectorAll("#memory-table tr.memory-row")];
   const ticked = () => [...document.querySelectorAll('#memory-table input[name="ids"]:checked')];
   const allMatching = () => document.querySelector('input[name="scope"][value="all"]:checked');
-  const plural = (n) => `${n.toLocaleString("en")} ${n === 1 ? "memory" : "memories"}`;
+  const plural = (n) =>
+    interpolate(ngettext("%(n)s memory", "%(n)s memories", n), { n: n.toLocaleString(document.documentElement.lang || "en") }, true);
 
   function selectionCount() {
     const form = document.getElementById("bulk-form");
@@ -27,7 +32,7 @@
       }
     }
     const output = document.querySelector("[data-selection-count]");
-    if (output) output.textContent = selectionCount() ? `${plural(selectionCount())} selected` : "";
+    if (output) output.textContent = selectionCount() ? interpolate(gettext("%(memories)s selected"), { memories: plural(selectionCount()) }, true) : "";
   }
 
   function refreshValueField() {
@@ -41,7 +46,9 @@
     const action = form.querySelector('select[name="action"]');
     const verb = action.selectedOptions[0]?.textContent.replace("…", "").trim().toLowerCase();
     const n = selectionCount();
-    if (action.value === "delete") return `Delete ${plural(n)} for good? You can undo it right after.`;
+    if (action.value === "delete") {
+      return interpolate(gettext("Delete %(memories)s for good? You can undo it right after."), { memories: plural(n) }, true);
+    }
     const value = form.querySelector(`.bulk-value:not([hidden]) input, .bulk-value:not([hidden]) select`);
     return `${verb[0].toUpperCase()}${verb.slice(1)}${value ? ` ${value.value}` : ""}: ${plural(n)}?`;
   }
@@ -56,8 +63,8 @@
     const form = event.detail.elt;
     if (!(form instanceof HTMLFormElement) || form.id !== "bulk-form") return;
     event.preventDefault();
-    if (!form.querySelector('select[name="action"]').value) return notice("Choose an action first.");
-    if (!selectionCount()) return notice("Select at least one memory first.");
+    if (!form.querySelector('select[name="action"]').value) return notice(gettext("Choose an action first."));
+    if (!selectionCount()) return notice(gettext("Select at least one memory first."));
     if (window.confirm(question(form))) event.detail.issueRequest(true);
   });
   // Without htmx (or before it loads) the same checks guard the plain form post.

@@ -55,7 +55,7 @@ def test_with_an_llm_the_answer_streams_and_the_saved_memory_can_be_undone(
         page.get_by_role("button", name="Send").click()
 
         answer = page.locator(".chat-message.assistant")
-        expect(answer.locator(".bubble-text")).to_contain_text("Done: ✅ 记忆已添加", timeout=60_000)
+        expect(answer.locator(".bubble-text")).to_contain_text("Done: ✅ Memory added", timeout=60_000)
         saved = answer.locator(".chat-saved")
         expect(saved).to_contain_text("The user's name is Alice and they work as a data engineer.")
         expect(answer.locator(".tag.retrieval-only")).to_have_count(0)

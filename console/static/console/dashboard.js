@@ -8,6 +8,10 @@
  */
 (function () {
   "use strict";
+  // Words come from Django's JavaScript catalogue (base.html loads it first); without it, English.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const interpolate = window.interpolate || ((text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => values[key]));
 
   const root = document.getElementById("dashboard-charts");
   if (!root || typeof window.Chart !== "function") {
@@ -42,8 +46,8 @@
       data: {
         labels: data.days.map((day) => day.slice(5)),
         datasets: [
-          { label: "Added", data: data.added, borderColor: BLUE, backgroundColor: BLUE, tension: 0.2 },
-          { label: "Retrieved", data: data.retrieved, borderColor: GREEN, backgroundColor: GREEN, tension: 0.2 },
+          { label: gettext("Added"), data: data.added, borderColor: BLUE, backgroundColor: BLUE, tension: 0.2 },
+          { label: gettext("Retrieved"), data: data.retrieved, borderColor: GREEN, backgroundColor: GREEN, tension: 0.2 },
         ],
       },
       options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
@@ -52,7 +56,7 @@
       type: "bar",
       data: {
         labels: data.importance.labels,
-        datasets: [{ label: "Memories", data: data.importance.counts, backgroundColor: BLUE }],
+        datasets: [{ label: gettext("Memories"), data: data.importance.counts, backgroundColor: BLUE }],
       },
       options: { plugins: { legend: { display: false } }, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
     });
@@ -60,7 +64,7 @@
       type: "bar",
       data: {
         labels: data.top_entities.map((entity) => entity.name),
-        datasets: [{ label: "Mentions", data: data.top_entities.map((e) => e.frequency), backgroundColor: GREEN }],
+        datasets: [{ label: gettext("Mentions"), data: data.top_entities.map((e) => e.frequency), backgroundColor: GREEN }],
       },
       options: {
         indexAxis: "y",
@@ -72,14 +76,14 @@
     draw("health", {
       type: "bar",
       data: {
-        labels: ["documents", ...tables],
+        labels: [gettext("documents"), ...tables],
         datasets: [
           {
-            label: "Queued / pending",
+            label: gettext("Queued / pending"),
             data: [data.queue.queued, ...data.mirrors.map((row) => row.pending)],
             backgroundColor: AMBER,
           },
-          { label: "Failed", data: [data.queue.failed, ...data.mirrors.map((row) => row.failed)], backgroundColor: RED },
+          { label: gettext("Failed"), data: [data.queue.failed, ...data.mirrors.map((row) => row.failed)], backgroundColor: RED },
         ],
       },
       options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
@@ -88,8 +92,8 @@
     const failed = data.mirrors.reduce((sum, row) => sum + row.failed, 0);
     status.textContent =
       pending || failed
-        ? `Mirrors: ${pending} pending, ${failed} failed. Resync sends them again.`
-        : "Every row is mirrored.";
+        ? interpolate(gettext("Mirrors: %(pending)s pending, %(failed)s failed. Resync sends them again."), { pending, failed }, true)
+        : gettext("Every row is mirrored.");
     root.dataset.state = "ready";
   }
 
@@ -98,7 +102,7 @@
     try {
       const response = await fetch(root.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (!response.ok) {
-        throw new Error(`The charts could not be loaded (${response.status}).`);
+        throw new Error(interpolate(gettext("The charts could not be loaded (%(status)s)."), { status: response.status }, true));
       }
       render(await response.json());
     } catch (error) {
