@@ -62,14 +62,19 @@ def _vector_collections() -> None:
     chunk_store()
 
 
-def _templates_and_urls() -> None:
+def _templates_urls_and_translations() -> None:
     from pathlib import Path
 
+    from django.conf import settings
     from django.template import engines
     from django.template.loader import get_template
     from django.urls import get_resolver
+    from django.utils import translation
 
     get_resolver().url_patterns  # noqa: B018 - builds the resolver's patterns
+    for language, _name in settings.LANGUAGES:  # each language's catalogues, read on its first request
+        with translation.override(language):
+            translation.gettext("Memories")
     # Every template folder of every engine: the project's and each app's (the cached loader keeps them compiled).
     folders = [Path(folder) for engine in engines.all() for folder in getattr(engine, "template_dirs", ())]
     for folder in dict.fromkeys(folders):
@@ -82,7 +87,7 @@ STEPS: dict[str, Callable[[], None]] = {
     "jieba and spaCy": _language_tools,
     "write checks": _write_checks,
     "vector collections": _vector_collections,
-    "templates and URLs": _templates_and_urls,
+    "templates, URLs and translations": _templates_urls_and_translations,
 }
 
 

@@ -15,7 +15,7 @@ def test_warm_up_loads_every_model_and_says_how_long_each_step_took(caplog):
         "jieba and spaCy",
         "write checks",
         "vector collections",
-        "templates and URLs",
+        "templates, URLs and translations",
     }
     # Every embedding model has loaded its weights: the first search embeds nothing cold.
     for embedder in stores.embedding_set().spaces.values():
