@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from celery import shared_task
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -116,6 +117,15 @@ TURN_WAIT_SECONDS = 10.0
 WAITING_FOR_TURN = "Waiting: another of your documents is being converted; this one starts after it."
 
 
+# The task lives beside what it runs (knowledge.tasks holds the sweeps): queueing a document, here and in
+# knowledge.services, then imports no module that imports them back. Celery ships no types.
+@shared_task(name="knowledge.ingest_document", acks_late=True)  # type: ignore[untyped-decorator]
+def ingest_document(document_id: str) -> str:
+    """Convert, chunk, embed and index one document; its state records the outcome."""
+    document = ingest(document_id)
+    return document.status if document else "gone"
+
+
 @transaction.atomic
 def _claim_conversion(document: Document) -> bool:
     """Start converting `document` unless its owner has MNEMO_CONVERSIONS_PER_USER conversions running (stalled
@@ -139,8 +149,6 @@ def _claim_conversion(document: Document) -> bool:
 def _wait_for_turn(document: Document) -> Document:
     """Leave the document queued, with a note, and look again in TURN_WAIT_SECONDS; the worker is free meanwhile.
     Each look refreshes updated_at, so a waiting document never counts as stalled."""
-    from knowledge.tasks import ingest_document
-
     _set(str(document.pk), status=DocumentStatus.QUEUED, progress=0, error=WAITING_FOR_TURN)
     dispatch_later(ingest_document, TURN_WAIT_SECONDS, str(document.pk))
     document.refresh_from_db()

@@ -22,7 +22,7 @@ from django.utils import timezone
 from core import disk, privacy
 from core.dispatch import dispatch_on_commit
 from core.errors import RequestRefused
-from knowledge.ingest import STALLED_AFTER, cleanup, ingest
+from knowledge.ingest import STALLED_AFTER, cleanup, ingest, ingest_document
 from knowledge.models import Document, DocumentStatus
 from knowledge.pipeline import ConversionError, safe_filename
 from knowledge.pipeline.convert import SUPPORTED, detect_kind
@@ -161,8 +161,6 @@ def document_create_from_text(
 
 
 def _start(document: Document, background: bool) -> None:
-    from knowledge.tasks import ingest_document
-
     if background:
         dispatch_on_commit(ingest_document, str(document.pk))
     else:

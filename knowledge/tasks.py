@@ -1,13 +1,8 @@
 from celery import shared_task
 
-
-@shared_task(name="knowledge.ingest_document", acks_late=True)
-def ingest_document(document_id: str) -> str:
-    """Convert, chunk, embed and index one document; its state records the outcome."""
-    from knowledge.ingest import ingest
-
-    document = ingest(document_id)
-    return document.status if document else "gone"
+# The worker finds the app's tasks in this module (config/celery.py autodiscovers knowledge.tasks); ingestion's
+# own task is defined beside it in knowledge.ingest.
+from knowledge.ingest import ingest_document  # noqa: F401
 
 
 @shared_task(name="knowledge.sync_chunks", autoretry_for=(Exception,), retry_backoff=True, max_retries=8)
