@@ -109,7 +109,8 @@ class Agent:
         started = time.perf_counter()
         # Secrets and personal data go by the user's privacy settings before anything is stored or sent to the
         # model; a refused message is replaced by the reason, and nothing from it is captured.
-        screened = privacy.screen(text, PrivacySettings.policies_for(self.user))
+        with translation.override("en"):  # the reason is stored in the message: stored text stays English
+            screened = privacy.screen(text, PrivacySettings.policies_for(self.user))
         text = f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
         user_message = ChatMessage.objects.create(session=self.session, role=ChatRole.USER, content=text)
         saved = [] if screened.refused else self._capture(text, user_message)
@@ -173,7 +174,8 @@ class Agent:
                 category: privacy.MASK if action == privacy.REFUSE else action
                 for category, action in policies.items()
             }
-        screened = privacy.screen(text, policies)
+        with translation.override("en"):  # as in turn(): the reason goes into stored text
+            screened = privacy.screen(text, policies)
         return f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
 
     def run(self, text: str, history: list[dict] | None = None) -> TurnResult:

@@ -3,19 +3,22 @@
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from core.models import TimeStampedModel
 
 
 class Target(models.TextChoices):
-    MEMORIES = "memories", "memories"
-    KNOWLEDGE = "knowledge", "knowledge"
+    # The context keeps "memories" apart from the dashboard's count word of the same spelling.
+    MEMORIES = "memories", pgettext_lazy("evaluation target", "memories")
+    KNOWLEDGE = "knowledge", pgettext_lazy("evaluation target", "knowledge")
 
 
 class RunScope(models.TextChoices):
-    ALL = "all", "all questions"
-    MEMORIES = "memories", "memory questions"
-    KNOWLEDGE = "knowledge", "knowledge questions"
+    ALL = "all", _("all questions")
+    MEMORIES = "memories", _("memory questions")
+    KNOWLEDGE = "knowledge", _("knowledge questions")
 
 
 class GoldenQuestionQuerySet(models.QuerySet):

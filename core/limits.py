@@ -46,6 +46,13 @@ STORABLE_RULE = "No control characters but tab, newline and carriage return, and
 _LINE_BREAKS = {"\x0b": "\n", "\x0c": "\n\n", "\x85": "\n", "\u2028": "\n", "\u2029": "\n\n"}
 
 
+def _(message: str) -> str:
+    """gettext, imported only when a refusal is worded: knowledge.pipeline imports this module without Django."""
+    from django.utils.translation import gettext
+
+    return gettext(message)
+
+
 class InputRejected(RequestRefused):
     """Input over a cap or with characters Mnemo does not store; the message names the field and the rule."""
 
@@ -53,15 +60,22 @@ class InputRejected(RequestRefused):
 def check_text(value: str, name: str, max_chars: int) -> str:
     """`value` unchanged when it is within `max_chars` and holds only storable characters."""
     if len(value) > max_chars:
-        raise InputRejected(f"{name} is {len(value):,} characters long; the limit is {max_chars:,}")
+        raise InputRejected(
+            _("%(name)s is %(length)s characters long; the limit is %(limit)s")
+            % {"name": name, "length": f"{len(value):,}", "limit": f"{max_chars:,}"}
+        )
     bad = _UNSAFE.search(value)
     if bad:
         char = bad.group()
-        described = unicodedata.name(char, "") or "a control character or unpaired surrogate"
-        hint = "; use \\n for a line break" if char in _LINE_BREAKS else ""
+        described = unicodedata.name(char, "") or _("a control character or unpaired surrogate")
+        hint = _("; use \\n for a line break") if char in _LINE_BREAKS else ""
         raise InputRejected(
-            f"{name} contains the character U+{ord(char):04X} ({described}) at position {bad.start()}: "
-            f"control characters, line and paragraph separators, NUL and unpaired surrogates are not accepted{hint}"
+            _(
+                "%(name)s contains the character %(code)s (%(described)s) at position %(position)d: control "
+                "characters, line and paragraph separators, NUL and unpaired surrogates are not accepted"
+            )
+            % {"name": name, "code": f"U+{ord(char):04X}", "described": described, "position": bad.start()}
+            + hint
         )
     return value
 
@@ -75,10 +89,13 @@ def clean_text(value: str) -> str:
 def check_names(values: list[Any], name: str) -> list[str]:
     """A list of short names (participants, tags)."""
     if len(values) > MAX_LIST_ITEMS:
-        raise InputRejected(f"{name} has {len(values)} items; the limit is {MAX_LIST_ITEMS}")
+        raise InputRejected(
+            _("%(name)s has %(count)d items; the limit is %(limit)d")
+            % {"name": name, "count": len(values), "limit": MAX_LIST_ITEMS}
+        )
     for position, value in enumerate(values):
         if not isinstance(value, str):
-            raise InputRejected(f"{name}[{position}] must be a string")
+            raise InputRejected(_("%(name)s must be a string") % {"name": f"{name}[{position}]"})
         check_text(value, f"{name}[{position}]", MAX_NAME_CHARS)
     return values
 
@@ -88,21 +105,26 @@ def check_json(value: Any, name: str, max_bytes: int = MAX_METADATA_BYTES) -> An
     _check_json_strings(value, name, depth=0)
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > max_bytes:
-        raise InputRejected(f"{name} is {size:,} bytes as JSON; the limit is {max_bytes:,}")
+        raise InputRejected(
+            _("%(name)s is %(size)s bytes as JSON; the limit is %(limit)s")
+            % {"name": name, "size": f"{size:,}", "limit": f"{max_bytes:,}"}
+        )
     return value
 
 
 def _check_json_strings(value: Any, path: str, depth: int) -> None:
     if depth > MAX_METADATA_DEPTH:
-        raise InputRejected(f"{path} nests deeper than {MAX_METADATA_DEPTH} levels")
+        raise InputRejected(
+            _("%(name)s nests deeper than %(limit)d levels") % {"name": path, "limit": MAX_METADATA_DEPTH}
+        )
     if isinstance(value, str):
         check_text(value, path, MAX_CONTENT_CHARS)
     elif isinstance(value, dict):
         for key, item in value.items():
-            check_text(str(key), f"a key of {path}", MAX_NAME_CHARS)
+            check_text(str(key), _("a key of %(name)s") % {"name": path}, MAX_NAME_CHARS)
             _check_json_strings(item, f"{path}.{key}", depth + 1)
     elif isinstance(value, list):
         for position, item in enumerate(value):
             _check_json_strings(item, f"{path}[{position}]", depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
-        raise InputRejected(f"{path} is not a finite number")
+        raise InputRejected(_("%(name)s is not a finite number") % {"name": path})

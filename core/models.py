@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class TimeStampedModel(models.Model):
@@ -16,9 +17,9 @@ class TimeStampedModel(models.Model):
 
 
 class MirrorState(models.TextChoices):
-    PENDING = "pending", "pending"
-    SYNCED = "synced", "synced"
-    FAILED = "failed", "failed"
+    PENDING = "pending", _("pending")
+    SYNCED = "synced", _("synced")
+    FAILED = "failed", _("failed")
 
 
 class MirroredModel(TimeStampedModel):
@@ -34,8 +35,8 @@ class MirroredModel(TimeStampedModel):
 
 
 class ApiKeyScope(models.TextChoices):
-    READ = "read", "read"
-    WRITE = "write", "read and write"
+    READ = "read", _("read")
+    WRITE = "write", _("read and write")
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -100,9 +101,9 @@ class ApiKey(models.Model):
 
 
 class PrivacyAction(models.TextChoices):
-    MASK = "mask", "mask it"
-    KEEP = "keep", "keep it"
-    REFUSE = "refuse", "refuse to store it"
+    MASK = "mask", _("mask it")
+    KEEP = "keep", _("keep it")
+    REFUSE = "refuse", _("refuse to store it")
 
 
 class PrivacySettings(models.Model):

@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from core.limits import InputRejected
 from core.secrets import find_secrets, placeholder
 
@@ -27,13 +30,13 @@ _US_SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 PHONE_REGIONS = ("CN", "US", "GB")  # how a number without a country code is read
 
 LABELS = {
-    "api_key": "an API key or token",
-    "password": "a password or secret value",
-    "private_key": "a private key",
-    "phone": "a phone number",
-    "card": "a payment card number",
-    "cn_resident_id": "a Chinese resident ID number (身份证号)",
-    "us_ssn": "a US social security number",
+    "api_key": gettext_lazy("an API key or token"),
+    "password": gettext_lazy("a password or secret value"),
+    "private_key": gettext_lazy("a private key"),
+    "phone": gettext_lazy("a phone number"),
+    "card": gettext_lazy("a payment card number"),
+    "cn_resident_id": gettext_lazy("a Chinese resident ID number (身份证号)"),
+    "us_ssn": gettext_lazy("a US social security number"),
 }
 
 
@@ -109,16 +112,18 @@ def screen_for(user, text: str, what: str) -> Screened:
 
     screened = screen(text, PrivacySettings.policies_for(user))
     if screened.refused:
-        raise Refused(f"{what} was not stored: {screened.refused}")
+        raise Refused(_("%(what)s was not stored: %(reason)s") % {"what": what, "reason": screened.refused})
     return screened
 
 
 def screen(text: str, policies: dict[str, str]) -> Screened:
     """Apply the policies ({SECRET: mask|keep|refuse, PERSONAL: …}) to what `find` finds in `text`."""
     findings = find(text)
-    refused = sorted({LABELS[f.kind] for f in findings if policies[f.category] == REFUSE})
+    refused = sorted({str(LABELS[f.kind]) for f in findings if policies[f.category] == REFUSE})
     if refused:
-        reason = f"it contains {', '.join(refused)}, which your privacy settings refuse to store"
+        reason = _("it contains %(kinds)s, which your privacy settings refuse to store") % {
+            "kinds": ", ".join(refused)
+        }
         return Screened(text, findings, reason, policies)
     masked = text
     for finding in reversed(findings):
@@ -139,7 +144,9 @@ def screen_json_for(user, value: Any, what: str) -> tuple[Any, list[dict]]:
         if isinstance(item, str):
             screened = screen(item, policies)
             if screened.refused:
-                raise Refused(f"{what} was not stored: {screened.refused}")
+                raise Refused(
+                    _("%(what)s was not stored: %(reason)s") % {"what": what, "reason": screened.refused}
+                )
             record.extend(screened.record())
             return screened.text
         if isinstance(item, dict):

@@ -78,7 +78,7 @@ def tool_user(user_id: str):
     """The Mnemo user a tool's `user_id` names, created (without a password) on first use."""
     username = str(user_id).strip()
     if not username or len(username) > 150:
-        raise ToolInputError("user_id must be a non-empty name of at most 150 characters")
+        raise ToolInputError(_("user_id must be a non-empty name of at most 150 characters"))
     user, created = get_user_model().objects.get_or_create(username=username)
     if created:
         user.set_unusable_password()
@@ -103,10 +103,13 @@ class Params:
         value = self.raw.get(name, default)
         if value is None or (isinstance(value, str) and not value.strip()):
             if required:
-                raise ToolInputError(f"missing required parameter '{name}'")
+                raise ToolInputError(_("missing required parameter '%(name)s'") % {"name": name})
             return default
         if not isinstance(value, str):
-            raise ToolInputError(f"parameter '{name}' must be a string, got {type(value).__name__}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be a string, got %(got)s")
+                % {"name": name, "got": type(value).__name__}
+            )
         return value
 
     def number(
@@ -114,9 +117,14 @@ class Params:
     ) -> float:
         value = self.raw.get(name, default)
         if not is_finite_number(value):  # JSON numbers only, as in the REST API: not "0.5", not true
-            raise ToolInputError(f"parameter '{name}' must be a number, got {value!r}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be a number, got %(got)s") % {"name": name, "got": repr(value)}
+            )
         if (low is not None and value < low) or (high is not None and value > high):
-            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be between %(low)s and %(high)s, got %(got)s")
+                % {"name": name, "low": low, "high": high, "got": value}
+            )
         return float(value)
 
     def integer(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
@@ -124,15 +132,24 @@ class Params:
         if isinstance(value, float) and value.is_integer():  # 5.0 is the JSON number 5; "5" is text
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ToolInputError(f"parameter '{name}' must be a whole number, got {value!r}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be a whole number, got %(got)s")
+                % {"name": name, "got": repr(value)}
+            )
         if not low <= value <= high:
-            raise ToolInputError(f"parameter '{name}' must be between {low} and {high}, got {value}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be between %(low)s and %(high)s, got %(got)s")
+                % {"name": name, "low": low, "high": high, "got": value}
+            )
         return value
 
     def flag(self, name: str, default: bool) -> bool:
         value = self.raw.get(name, default)
         if not isinstance(value, bool):
-            raise ToolInputError(f"parameter '{name}' must be true or false, got {value!r}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be true or false, got %(got)s")
+                % {"name": name, "got": repr(value)}
+            )
         return value
 
     @overload
@@ -142,7 +159,10 @@ class Params:
     def choice(self, name: str, default: str | None, allowed: Sequence[str]) -> str | None:
         value = self.text(name, default)
         if value is not None and value not in allowed:
-            raise ToolInputError(f"parameter '{name}' must be one of {', '.join(allowed)}, got {value!r}")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be one of %(allowed)s, got %(got)s")
+                % {"name": name, "allowed": ", ".join(allowed), "got": repr(value)}
+            )
         return value
 
     def choices(self, name: str, allowed: Sequence[str], *, alias: str | None = None) -> list[str] | None:
@@ -152,10 +172,15 @@ class Params:
             return None
         values = [value] if isinstance(value, str) else value
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ToolInputError(f"parameter '{name}' must be a type name or a list of them")
+            raise ToolInputError(
+                _("parameter '%(name)s' must be a type name or a list of them") % {"name": name}
+            )
         unknown = [v for v in values if v not in allowed]
         if unknown:
-            raise ToolInputError(f"unknown value(s) {unknown} in '{name}'; valid: {', '.join(allowed)}")
+            raise ToolInputError(
+                _("unknown value(s) %(unknown)s in '%(name)s'; valid: %(allowed)s")
+                % {"unknown": unknown, "name": name, "allowed": ", ".join(allowed)}
+            )
         return values
 
     def time_range(self) -> tuple[datetime | None, datetime | None] | None:
@@ -165,7 +190,9 @@ class Params:
         if isinstance(value, dict):
             value = [value.get("start"), value.get("end")]
         if not isinstance(value, list | tuple) or len(value) != 2:
-            raise ToolInputError("parameter 'time_range' must be [start, end] (ISO 8601, either may be null)")
+            raise ToolInputError(
+                _("parameter 'time_range' must be [start, end] (ISO 8601, either may be null)")
+            )
         return (parse_moment(value[0], "time_range[0]"), parse_moment(value[1], "time_range[1]"))
 
 

@@ -10,6 +10,7 @@ is still being removed.
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core import privacy
 from core.limits import check_text
@@ -64,8 +65,10 @@ def chunk_update(
 def _checked_text(chunk: Chunk, text: str) -> str:
     text = normalise_text(check_text(text, "text", MAX_CHUNK_CHARS)).strip()
     if not text:
-        raise KnowledgeError("text must not be empty: disable the chunk instead to keep it out of searches")
-    text = privacy.screen_for(chunk.user, text, "the chunk's text").text
+        raise KnowledgeError(
+            _("text must not be empty: disable the chunk instead to keep it out of searches")
+        )
+    text = privacy.screen_for(chunk.user, text, _("the chunk's text")).text
     tokens = count_tokens(text)
     if tokens > MAX_CHUNK_TOKENS:
         raise KnowledgeError(

@@ -19,7 +19,7 @@ from celery import shared_task
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from core import disk, hybrid, privacy, stores
 from core.dispatch import dispatch_later
@@ -61,6 +61,13 @@ def _set(document_id: str, **fields: Any) -> None:
 
 def ingest(document_id: str) -> Document | None:
     """Run the whole pipeline for one document. Never leaves partial chunks or vectors behind."""
+    # A document's error and notice are stored and read later in any language: they are written in English
+    # even when the ingestion runs inside a Chinese request (eager dispatch, a retry from the page).
+    with translation.override("en"):
+        return _ingest(document_id)
+
+
+def _ingest(document_id: str) -> Document | None:
     document = Document.objects.filter(pk=document_id).first()
     if document is None or document.status in (DocumentStatus.READY, DocumentStatus.CANCELLED):
         return document

@@ -5,19 +5,20 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from core.models import MirroredModel, TimeStampedModel
 
 
 class DocumentStatus(models.TextChoices):
-    QUEUED = "queued", "queued"
-    CONVERTING = "converting", "converting"
-    CHUNKING = "chunking", "chunking"
-    EMBEDDING = "embedding", "embedding"
-    READY = "ready", "ready"
-    FAILED = "failed", "failed"
-    CANCELLED = "cancelled", "cancelled"
-    PAUSED = "paused", "paused"  # waiting for disk space (core/disk.py); the resume sweep starts it again
+    QUEUED = "queued", _("queued")
+    CONVERTING = "converting", _("converting")
+    CHUNKING = "chunking", _("chunking")
+    EMBEDDING = "embedding", _("embedding")
+    READY = "ready", _("ready")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+    PAUSED = "paused", _("paused")  # waiting for disk space (core/disk.py); the resume sweep starts it again
 
 
 class DocumentQuerySet(models.QuerySet):
@@ -134,9 +135,9 @@ def location_label(*, page_start: int | None, page_end: int | None, sheet: str) 
 
 
 class ChunkEditVia(models.TextChoices):
-    PAGE = "page", "page"
-    API = "api", "API"
-    ADMIN = "admin", "admin"
+    PAGE = "page", _("page")
+    API = "api", _("API")
+    ADMIN = "admin", _("admin")
 
 
 class ChunkEdit(models.Model):

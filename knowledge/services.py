@@ -18,6 +18,7 @@ from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core import disk, privacy
 from core.dispatch import dispatch_on_commit
@@ -47,16 +48,21 @@ class KnowledgeError(RequestRefused):
 def check_namespace(namespace: str) -> str:
     namespace = (namespace or "default").strip()
     if not NAMESPACE.match(namespace):
-        raise KnowledgeError("namespace may hold letters, digits, '_', '-' and '.', at most 100 characters")
+        raise KnowledgeError(
+            _("namespace may hold letters, digits, '_', '-' and '.', at most 100 characters")
+        )
     return namespace
 
 
 def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
     if not 50 <= chunk_size <= 8000:
-        raise KnowledgeError(f"chunk_size must be between 50 and 8000 tokens (got {chunk_size})")
+        raise KnowledgeError(
+            _("chunk_size must be between 50 and 8000 tokens (got %(got)s)") % {"got": chunk_size}
+        )
     if not 0 <= chunk_overlap < chunk_size / 2:
         raise KnowledgeError(
-            f"chunk_overlap must be at least 0 and less than half of chunk_size (got {chunk_overlap})"
+            _("chunk_overlap must be at least 0 and less than half of chunk_size (got %(got)s)")
+            % {"got": chunk_overlap}
         )
 
 
@@ -84,16 +90,20 @@ def document_create(
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
     size = file.size
     if not size:  # UploadedFile.size may be None in the stubs; Django's upload handlers always set it
-        raise KnowledgeError(f"{name} is empty (0 bytes)")
+        raise KnowledgeError(_("%(name)s is empty (0 bytes)") % {"name": name})
     if size > limit:
         raise KnowledgeError(
-            f"{name} is larger than the {settings.MNEMO_MAX_UPLOAD_MB} MB limit (MNEMO_MAX_UPLOAD_MB)", 413
+            _("%(name)s is larger than the %(limit)s MB limit (MNEMO_MAX_UPLOAD_MB)")
+            % {"name": name, "limit": settings.MNEMO_MAX_UPLOAD_MB},
+            413,
         )
     disk.require_space(size, name)
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in SUPPORTED:
         raise KnowledgeError(
-            f"unsupported file type .{extension or '?'}: supported are {', '.join(sorted(SUPPORTED))}", 415
+            _("unsupported file type .%(extension)s: supported are %(supported)s")
+            % {"extension": extension or "?", "supported": ", ".join(sorted(SUPPORTED))},
+            415,
         )
     digest = hashlib.sha256()
     file.seek(0)
@@ -114,8 +124,8 @@ def document_create(
     file.seek(0)
     stem, extension = name[: len(name) - len(Path(name).suffix)], Path(name).suffix
     # A secret in the title or the file's name is screened like the text (the extension stays for conversion).
-    stem = privacy.screen_for(user, stem, "the file's name").text
-    title = privacy.screen_for(user, title or stem, "the title").text
+    stem = privacy.screen_for(user, stem, _("the file's name")).text
+    title = privacy.screen_for(user, title or stem, _("the title")).text
     document = Document(
         user=user,
         namespace=namespace,
@@ -146,7 +156,7 @@ def document_create_from_text(
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     if not text or not text.strip():
-        raise KnowledgeError("text must not be empty")
+        raise KnowledgeError(_("text must not be empty"))
     name = safe_filename(f"{title or 'text'}.md")
     upload = SimpleUploadedFile(name, text.encode("utf-8"), content_type="text/markdown")
     return document_create(
@@ -174,11 +184,19 @@ def is_stalled(document: Document) -> bool:
 def document_retry(*, document: Document, background: bool = True) -> Document:
     """Start a failed, cancelled, paused or stalled document again."""
     if document.status not in RETRIABLE and not is_stalled(document):
-        why = f"this one is {document.status}"
+        status = document.get_status_display()
         if document.status in ACTIVE_STATES:
-            why += f" and still moving; one that stops for {STALLED_AFTER.seconds // 60} minutes is stalled"
+            why = _(
+                "this one is %(status)s and still moving; one that stops for %(minutes)d minutes is stalled"
+            ) % {
+                "status": status,
+                "minutes": STALLED_AFTER.seconds // 60,
+            }
+        else:
+            why = _("this one is %(status)s") % {"status": status}
         raise KnowledgeError(
-            f"only failed, cancelled, paused or stalled documents can be retried ({why})", 409
+            _("only failed, cancelled, paused or stalled documents can be retried (%(why)s)") % {"why": why},
+            409,
         )
     Document.objects.filter(pk=document.pk).update(
         status=DocumentStatus.QUEUED, progress=0, error="", space_needed=0, updated_at=timezone.now()
@@ -215,10 +233,12 @@ def document_rechunk(
     check_chunking(chunk_size, chunk_overlap)
     if document.status in ACTIVE_STATES and not is_stalled(document):
         raise KnowledgeError(
-            f"this document is being ingested ({document.status}); re-chunk it once that has finished", 409
+            _("this document is being ingested (%(status)s); re-chunk it once that has finished")
+            % {"status": document.get_status_display()},
+            409,
         )
     if not document.file:
-        raise KnowledgeError("this document has no stored file to chunk again", 409)
+        raise KnowledgeError(_("this document has no stored file to chunk again"), 409)
     with transaction.atomic():
         claimed = Document.objects.filter(pk=document.pk, status=document.status).update(
             chunk_size=chunk_size,
@@ -231,7 +251,7 @@ def document_rechunk(
             updated_at=timezone.now(),
         )
         if not claimed:
-            raise KnowledgeError("the document's state changed meanwhile; look again and retry", 409)
+            raise KnowledgeError(_("the document's state changed meanwhile; look again and retry"), 409)
         cleanup(document)
         _start(document, background)
     document.refresh_from_db()
@@ -259,7 +279,9 @@ def documents_resume_paused() -> list[str]:
 def document_cancel(*, document: Document) -> Document:
     if document.status not in ACTIVE_STATES:
         raise KnowledgeError(
-            f"only a document being ingested can be cancelled (this one is {document.status})", 409
+            _("only a document being ingested can be cancelled (this one is %(status)s)")
+            % {"status": document.get_status_display()},
+            409,
         )
     Document.objects.filter(pk=document.pk, status__in=ACTIVE_STATES).update(
         status=DocumentStatus.CANCELLED, error="cancelled by the user"

@@ -28,7 +28,7 @@ class SourceCount:
 
     @property
     def label(self) -> str:
-        label = EditVia(self.origin).label if self.origin in EditVia.values else self.origin
+        label = str(EditVia(self.origin).label) if self.origin in EditVia.values else self.origin
         return f"{label} · {self.key.name}" if self.key else label
 
 

@@ -8,16 +8,17 @@ from django.conf import settings
 from django.db import models
 from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from core.models import MirroredModel, MirrorState
 from core.text import fingerprint
 
 
 class MemoryType(models.TextChoices):
-    WORKING = "working", "working"
-    EPISODIC = "episodic", "episodic"
-    SEMANTIC = "semantic", "semantic"
-    PERCEPTUAL = "perceptual", "perceptual"
+    WORKING = "working", _("working")
+    EPISODIC = "episodic", _("episodic")
+    SEMANTIC = "semantic", _("semantic")
+    PERCEPTUAL = "perceptual", _("perceptual")
 
 
 class AgentSessionQuerySet(models.QuerySet):
@@ -53,10 +54,10 @@ class AgentSession(models.Model):
 
 
 class ChatRole(models.TextChoices):
-    SYSTEM = "system", "system"
-    USER = "user", "user"
-    ASSISTANT = "assistant", "assistant"
-    TOOL = "tool", "tool"
+    SYSTEM = "system", _("system")
+    USER = "user", _("user")
+    ASSISTANT = "assistant", _("assistant")
+    TOOL = "tool", _("tool")
 
 
 class ChatMessage(models.Model):
@@ -92,16 +93,16 @@ CHAT_ORIGIN = "chat"
 class EditVia(models.TextChoices):
     """The route a write came through: an edit's, an access's and a memory's origin (how it was first written)."""
 
-    PAGE = "page", "page"
-    API = "api", "API"
-    MCP = "mcp", "MCP"
-    OPENAI = "openai", "OpenAI endpoint"
-    TOOL = "tool", "tool"
-    ADMIN = "admin", "admin"
-    SYSTEM = "system", "system"
-    CHAT = "chat", "chat"
-    DOCUMENT = "doc", "document"
-    IMPORT = "import", "import"
+    PAGE = "page", _("page")
+    API = "api", _("API")
+    MCP = "mcp", _("MCP")
+    OPENAI = "openai", _("OpenAI endpoint")
+    TOOL = "tool", _("tool")
+    ADMIN = "admin", _("admin")
+    SYSTEM = "system", _("system")
+    CHAT = "chat", _("chat")
+    DOCUMENT = "doc", _("document")
+    IMPORT = "import", _("import")
 
 
 # The routes that carry an API key: a memory written through one records the key (Memory.origin_key).
@@ -362,15 +363,15 @@ class MemoryAccess(models.Model):
 
 
 class EntityType(models.TextChoices):
-    PERSON = "PERSON", "person"
-    ORG = "ORG", "organisation"
-    PLACE = "PLACE", "place"
-    PRODUCT = "PRODUCT", "product"
-    SKILL = "SKILL", "skill"
-    EVENT = "EVENT", "event"
-    TIME = "TIME", "time"
-    CONCEPT = "CONCEPT", "concept"
-    OTHER = "OTHER", "other"
+    PERSON = "PERSON", _("person")
+    ORG = "ORG", _("organisation")
+    PLACE = "PLACE", _("place")
+    PRODUCT = "PRODUCT", _("product")
+    SKILL = "SKILL", _("skill")
+    EVENT = "EVENT", _("event")
+    TIME = "TIME", _("time")
+    CONCEPT = "CONCEPT", _("concept")
+    OTHER = "OTHER", _("other")
 
 
 class GraphMirroredModel(MirroredModel):
@@ -461,15 +462,15 @@ class Fact(models.Model):
 
 
 class ProposalAction(models.TextChoices):
-    MERGE = "merge", "merge"
-    SUPERSEDE = "supersede", "supersede"
+    MERGE = "merge", _("merge")
+    SUPERSEDE = "supersede", _("supersede")
 
 
 class ProposalStatus(models.TextChoices):
-    PENDING = "pending", "pending"
-    APPROVED = "approved", "approved"
-    REJECTED = "rejected", "rejected"
-    UNDONE = "undone", "undone"
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
+    UNDONE = "undone", _("undone")
 
 
 class Proposal(models.Model):
@@ -495,12 +496,12 @@ class Proposal(models.Model):
 
 
 class GraphAction(models.TextChoices):
-    RENAME = "rename", "renamed"
-    RETYPE = "retype", "retyped"
-    MERGE = "merge", "merged"
-    DELETE = "delete", "deleted"
-    EDIT_RELATION = "edit_rel", "relation edited"
-    DELETE_RELATION = "del_rel", "relation deleted"
+    RENAME = "rename", _("renamed")
+    RETYPE = "retype", _("retyped")
+    MERGE = "merge", _("merged")
+    DELETE = "delete", _("deleted")
+    EDIT_RELATION = "edit_rel", _("relation edited")
+    DELETE_RELATION = "del_rel", _("relation deleted")
 
 
 class GraphEdit(models.Model):

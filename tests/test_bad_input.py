@@ -134,7 +134,8 @@ def test_the_tool_routes_answer_422_naming_the_parameter_never_500(api, read_key
 def test_a_refused_tool_add_leaves_no_empty_session(api):
     # Refused by the service (working memory's token budget), after the parameters passed the schema.
     response = api("post", "/tools/memory", {"action": "add", "content": "词" * 2100, "session_id": "notes"})
-    assert response.status_code == 422 and "2000 tokens" in response.json()["detail"]
+    # The call is in Chinese, so the refusal is too (core.tooling.reply_language).
+    assert response.status_code == 422 and "最多容纳 2000 个词元" in response.json()["detail"]
     assert (
         api("post", "/tools/memory", {"action": "update", "memory_id": "nope", "content": "x"}).status_code
         == 404

@@ -133,7 +133,7 @@ def test_working_memory_keeps_capacity_ten_evicting_the_lowest_priority(tool):
 
 def test_working_memory_token_budget_and_oversized_items(tool):
     reply = tool.run({"action": "add", "content": "词" * 2100})
-    assert reply.startswith("❌") and "2000 tokens" in reply
+    assert reply.startswith("❌") and "最多容纳 2000 个词元" in reply  # a Chinese call gets a Chinese refusal
     assert Memory.objects.count() == 0
     for _ in range(3):
         tool.run({"action": "add", "content": "字" * 900, "importance": 0.5})

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens
@@ -62,7 +63,8 @@ def memory_update(
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise MemoryRequestError(
-            f"cannot change {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE_FIELDS)}"
+            _("cannot change %(fields)s; editable: %(editable)s")
+            % {"fields": ", ".join(sorted(unknown)), "editable": ", ".join(EDITABLE_FIELDS)}
         )
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     content = changes.get("content", memory.content)
@@ -76,7 +78,7 @@ def memory_update(
         for name, value in changes.items()
         if name in (*SCREENED_TEXT, "metadata") and value != getattr(memory, name)
     }
-    screened, found = screened_fields(memory.user, given, "the edit")
+    screened, found = screened_fields(memory.user, given, _("the edit"))
     changes.update(screened)
     if found:
         changes["metadata"] = {**changes.get("metadata", memory.metadata), "privacy": found}
@@ -166,10 +168,10 @@ def memory_restore_version(
     """Bring a memory back to how it read just before `edit`. The restore is an edit of its own, with the
     reason, so it can be restored past in turn; the vector is re-mirrored when the text changes."""
     if edit.memory_id != memory.pk:
-        raise MemoryRequestError("that edit belongs to another memory")
+        raise MemoryRequestError(_("that edit belongs to another memory"))
     version = version_before(edit)
     if not version:
-        raise MemoryRequestError("that edit changed nothing that can be restored (only archive or counts)")
+        raise MemoryRequestError(_("that edit changed nothing that can be restored (only archive or counts)"))
     if "session" in version:
         key = version["session"]
         version["session"] = session_for_key(user=memory.user, key=key) if key else None
@@ -186,7 +188,7 @@ def memory_restore_version(
         **version,
     )
     if restored.edits.count() == edits_before:
-        raise MemoryRequestError("the memory already reads like that version: there is nothing to restore")
+        raise MemoryRequestError(_("the memory already reads like that version: there is nothing to restore"))
     return restored
 
 

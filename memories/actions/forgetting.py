@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core.models import MirrorState
 from memories import cleaning, curation
@@ -54,12 +55,19 @@ def memories_forget(
     """Hello-Agents' forgetting, always scoped to one user; expired working memories go in every strategy."""
     if strategy not in FORGET_STRATEGIES:
         raise MemoryRequestError(
-            f"strategy must be one of: {', '.join(FORGET_STRATEGIES)} (got {strategy!r})"
+            _("strategy must be one of: %(strategies)s (got %(got)s)")
+            % {"strategies": ", ".join(FORGET_STRATEGIES), "got": repr(strategy)}
         )
     if not 0 <= max_age_days <= MAX_AGE_DAYS:
-        raise MemoryRequestError(f"max_age_days must be between 0 and {MAX_AGE_DAYS:,} (got {max_age_days})")
+        raise MemoryRequestError(
+            _("max_age_days must be between 0 and %(limit)s (got %(got)s)")
+            % {"limit": f"{MAX_AGE_DAYS:,}", "got": max_age_days}
+        )
     if not 0 <= max_capacity <= MAX_CAPACITY:
-        raise MemoryRequestError(f"max_capacity must be between 0 and {MAX_CAPACITY:,} (got {max_capacity})")
+        raise MemoryRequestError(
+            _("max_capacity must be between 0 and %(limit)s (got %(got)s)")
+            % {"limit": f"{MAX_CAPACITY:,}", "got": max_capacity}
+        )
     now = timezone.now()
     memories = Memory.objects.filter(user=user)
     if memory_types:
@@ -85,7 +93,8 @@ def _checked_types(memory_types: Sequence[str]) -> list[str]:
     unknown = [t for t in memory_types if t not in MemoryType.values]
     if unknown:
         raise MemoryRequestError(
-            f"unknown memory type(s) {', '.join(map(str, unknown))}; valid: {', '.join(MemoryType.values)}"
+            _("unknown memory type(s) %(unknown)s; valid: %(types)s")
+            % {"unknown": ", ".join(map(str, unknown)), "types": ", ".join(MemoryType.values)}
         )
     return list(memory_types)
 
@@ -102,7 +111,7 @@ def memories_consolidate(
     """Promote important memories to a longer-lived type, keeping their ids; importance is boosted ×1.1, capped at 1."""
     _checked_types([from_type, to_type])
     if from_type == to_type:
-        raise MemoryRequestError("from_type and to_type must differ")
+        raise MemoryRequestError(_("from_type and to_type must differ"))
     candidates = (
         Memory.objects.for_user(user)
         .active()

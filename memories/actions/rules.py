@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils.translation import gettext as _
 
 from core import privacy
 from core.limits import (
@@ -40,25 +41,28 @@ class MemoryRequestError(InputRejected):
 def session_for_key(*, user: User, key: str) -> AgentSession:
     key = check_text(key.strip(), "session_id", MAX_NAME_CHARS)
     if not key:
-        raise MemoryRequestError("session_id must not be empty")
-    session, _ = AgentSession.objects.get_or_create(user=user, key=key, defaults={"title": key})
+        raise MemoryRequestError(_("session_id must not be empty"))
+    session, _created = AgentSession.objects.get_or_create(user=user, key=key, defaults={"title": key})
     return session
 
 
 def validate(content: str, memory_type: str, importance: float) -> str:
     if memory_type not in MemoryType.values:
         raise MemoryRequestError(
-            f"memory_type must be one of: {', '.join(MemoryType.values)} (got {memory_type!r})"
+            _("memory_type must be one of: %(types)s (got %(got)s)")
+            % {"types": ", ".join(MemoryType.values), "got": repr(memory_type)}
         )
     if not isinstance(content, str) or not content.strip():
-        raise MemoryRequestError("content must not be empty")
+        raise MemoryRequestError(_("content must not be empty"))
     check_text(content, "content", MAX_CONTENT_CHARS)
     if (
         isinstance(importance, bool)
         or not isinstance(importance, int | float)
         or not 0.0 <= importance <= 1.0
     ):
-        raise MemoryRequestError(f"importance must be a number between 0 and 1 (got {importance!r})")
+        raise MemoryRequestError(
+            _("importance must be a number between 0 and 1 (got %(got)s)") % {"got": repr(importance)}
+        )
     return content.strip()
 
 
@@ -70,11 +74,11 @@ def check_detail(fields: dict[str, Any]) -> None:
     for name in ("participants", "tags"):
         if fields.get(name) is not None:
             if not isinstance(fields[name], list):
-                raise MemoryRequestError(f"{name} must be a list of names")
+                raise MemoryRequestError(_("%(name)s must be a list of names") % {"name": name})
             check_names(fields[name], name)
     if fields.get("metadata") is not None:
         if not isinstance(fields["metadata"], dict):
-            raise MemoryRequestError("metadata must be a JSON object")
+            raise MemoryRequestError(_("metadata must be a JSON object"))
         check_json(fields["metadata"], "metadata")
 
 
@@ -94,18 +98,25 @@ SCREENED_TEXT = ("content", "context", "outcome")
 
 
 def screened_fields(
-    user: User, fields: dict[str, Any], subject: str = "the memory"
+    user: User, fields: dict[str, Any], subject: str | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """`fields` with their text (content, context, outcome) and metadata values screened, and the record of
-    what was found."""
+    what was found. `subject` names what they belong to in a refusal ("the memory" unless told)."""
+    subject = subject or _("the memory")
     fields, found = dict(fields), list[dict[str, Any]]()
     for name in SCREENED_TEXT:
         if fields.get(name):
-            what = subject if name == "content" else f"{subject}'s {name}"
+            what = (
+                subject
+                if name == "content"
+                else _("%(subject)s's %(field)s") % {"subject": subject, "field": name}
+            )
             screened = privacy.screen_for(user, fields[name], what)
             fields[name], found = screened.text, found + screened.record()
     if fields.get("metadata"):
-        metadata, record = privacy.screen_json_for(user, fields["metadata"], f"{subject}'s metadata")
+        metadata, record = privacy.screen_json_for(
+            user, fields["metadata"], _("%(subject)s's %(field)s") % {"subject": subject, "field": "metadata"}
+        )
         if record:
             fields["metadata"], found = metadata, found + record
     return fields, found
@@ -114,7 +125,8 @@ def screened_fields(
 def check_year(moment: datetime | None, name: str) -> None:
     if moment is not None and not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
         raise MemoryRequestError(
-            f"{name} must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {moment.year})"
+            _("%(name)s must fall between the years %(earliest)d and %(latest)d (got %(got)d)")
+            % {"name": name, "earliest": EARLIEST_YEAR, "latest": LATEST_YEAR, "got": moment.year}
         )
 
 

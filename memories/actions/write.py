@@ -11,6 +11,7 @@ from uuid import UUID
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core import disk
 from core.cpu_slots import uses_cpu
@@ -431,8 +432,11 @@ def _new_memory(
     tokens = count_tokens(content)
     if memory_type == MemoryType.WORKING and tokens > WORKING_MEMORY_TOKENS:
         raise MemoryRequestError(
-            f"working memory holds at most {WORKING_MEMORY_TOKENS} tokens per session and this content has "
-            f"{tokens}: store it as episodic or semantic memory instead"
+            _(
+                "working memory holds at most %(limit)d tokens per session and this content has %(tokens)d: "
+                "store it as episodic or semantic memory instead"
+            )
+            % {"limit": WORKING_MEMORY_TOKENS, "tokens": tokens}
         )
     return Memory(
         user=user,
