@@ -124,6 +124,16 @@ def dead_port(request):
 
 
 @pytest.fixture(autouse=True)
+def english_after_each_test():
+    """A request through LocaleMiddleware leaves its language active in the thread; the next test starts in the
+    default language (English) whatever the one before asked for."""
+    from django.utils import translation
+
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """Failure counters live in the process's cache; each test starts with none."""
     from django.core.cache import cache
