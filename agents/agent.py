@@ -31,6 +31,7 @@ from agents.answers import (
     told_answer,
 )
 from agents.toolspecs import FUNCTIONS, openai_tools
+from conversations.models import AgentSession, ChatMessage, ChatRole
 from core import privacy
 from core.disconnect import ClientGone
 from core.disk import DiskFull
@@ -42,7 +43,7 @@ from knowledge.search import ChunkHit, search_chunks
 from knowledge.tools import RAGTool
 from memories.actions import access, forgetting, rules, write
 from memories.facts import SELF
-from memories.models import CHAT_ORIGIN, AgentSession, ChatMessage, ChatRole, EditVia, Memory, MemoryType
+from memories.models import CHAT_ORIGIN, EditVia, Memory, MemoryType
 from memories.profile import Profile, answers_in_chinese, facts_stating, user_profile
 from memories.retrieval import MemoryHit, search_memories
 from memories.statements import statements

@@ -34,11 +34,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent, saved_records, session_end, undo_saved
 from agents.forms import MessageForm
+from conversations.models import AgentSession, ChatMessage, ChatRole
 from core.pages import AuthenticatedHttpRequest
 from knowledge.models import Chunk
 from knowledge.views import chunk_url
 from memories.actions.rules import session_for_key
-from memories.models import AgentSession, ChatMessage, ChatRole, Memory
+from memories.models import Memory
 
 logger = logging.getLogger(__name__)
 

@@ -52,9 +52,10 @@ def seed(memories: int, chunks: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from conversations.models import AgentSession
     from core.models import ApiKey
     from knowledge.models import Chunk, Document
-    from memories.models import AgentSession, Entity, Memory, MemoryEntity, Relation
+    from memories.models import Entity, Memory, MemoryEntity, Relation
 
     user = get_user_model().objects.create_user(username="bench", password="bench-password")
     session = AgentSession.objects.create(user=user, key="bench-session", title="bench session")
@@ -138,8 +139,9 @@ def seed_users(count: int) -> None:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from conversations.models import AgentSession
     from core.models import ApiKey
-    from memories.models import AgentSession, Memory
+    from memories.models import Memory
 
     started = time.monotonic()
     User = get_user_model()

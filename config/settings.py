@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "ninja",
     "core",
     "agents",
+    "conversations",
     "memories",
     "knowledge",
     "console",

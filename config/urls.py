@@ -22,10 +22,11 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    # Sessions and chat messages were agents' models until issue 13; their old admin addresses still lead there.
+    # Sessions and chat messages were agents' models until issue 13, then memories' until issue 34: their old admin
+    # addresses still lead to them.
     re_path(
-        r"^admin/agents/(?P<rest>.*)$",
-        RedirectView.as_view(url="/admin/memories/%(rest)s", query_string=True),
+        r"^admin/(?:agents|memories)/(?P<rest>(?:agentsession|chatmessage)(?:/.*)?)$",
+        RedirectView.as_view(url="/admin/conversations/%(rest)s", query_string=True),
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -19,11 +19,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from console.archive import PortabilityError
+from conversations.models import AgentSession
 from core.errors import RequestRefused
 from core.limits import MAX_CONTENT_CHARS, MAX_NAME_CHARS, check_json, check_text
 from core.schemas import EARLIEST_YEAR, LATEST_YEAR
 from memories.actions.rules import memory_check
-from memories.models import AgentSession, Memory
+from memories.models import Memory
 
 # Text and JSON columns without a length of their own: what a row may hold (a document's Markdown is bounded by
 # the archive's row size only).

@@ -42,13 +42,12 @@ from django.utils import timezone
 from console.archive import DATA, FILES, MANIFEST, ArchiveReader, PortabilityError, max_file_bytes
 from console.archive_rows import check_username, row_values
 from console.models import EvaluationRun, GoldenQuestion
+from conversations.models import AgentSession, ChatMessage
 from knowledge.mirror import sync_chunks
 from knowledge.models import Chunk, ChunkEdit, Document
 from memories import mirror
 from memories.graph import mirror_entity, mirror_relation
 from memories.models import (
-    AgentSession,
-    ChatMessage,
     EditVia,
     Entity,
     Fact,
@@ -83,8 +82,13 @@ MODELS = (
 # Rows numbered by the database: a second instance has its own numbers, so these get new ones on import.
 RENUMBERED = (Fact, MemoryAccess, GraphEdit, ChunkEdit, GoldenQuestion, EvaluationRun)
 FILE_FIELDS: dict[type[Model], str] = {Document: "file", Memory: "file"}
-# Archives written while sessions and chat messages were models of agents name them by those labels.
-FORMER_LABELS = {"agents.agentsession": "memories.agentsession", "agents.chatmessage": "memories.chatmessage"}
+# Archives written while sessions and chat messages were models of agents, then of memories, name them by those
+# labels.
+FORMER_LABELS = {
+    f"{app}.{model}": f"conversations.{model}"
+    for app in ("agents", "memories")
+    for model in ("agentsession", "chatmessage")
+}
 
 
 class _ExactJSONEncoder(DjangoJSONEncoder):

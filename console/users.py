@@ -14,9 +14,10 @@ from django.db.models import Count, F, Func, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
+from conversations.models import AgentSession
 from core.models import ApiKey
 from knowledge.models import Document
-from memories.models import AgentSession, Memory
+from memories.models import Memory
 
 
 class ByteLength(Func):

@@ -17,6 +17,7 @@ from console import evaluation
 from console.forms import AnswerForm, QuestionForm, RunForm, split_values
 from console.metrics import METRICS
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
+from conversations.models import AgentSession
 from core.acting import subject_user, subject_view
 from core.health import run_checks
 from core.pages import AuthenticatedHttpRequest
@@ -25,7 +26,7 @@ from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from memories import facets
 from memories.history import most_and_least_retrieved
-from memories.models import AgentSession, Entity, Memory
+from memories.models import Entity, Memory
 from memories.profile import user_profile
 from memories.retrieval import search_memories
 

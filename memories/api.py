@@ -12,6 +12,7 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 from ninja.security import django_auth
 
+from conversations.models import AgentSession
 from core.acting import USER_PARAM, api_subject
 from core.auth import API_AUTH, WRITE_AUTH, ApiRequest, require_write
 from core.models import ApiKey
@@ -24,7 +25,7 @@ from memories.actions.forgetting import memories_consolidate, memories_delete, m
 from memories.actions.rules import PERCEPTUAL_MODALITIES, session_for_key
 from memories.actions.write import NewMemory, Written, memory_bulk_create, memory_create, memory_write
 from memories.graph.api import router as graph_router
-from memories.models import AgentSession, EditVia, Memory, Proposal
+from memories.models import EditVia, Memory, Proposal
 from memories.profile import user_profile
 from memories.retrieval import search_memories
 from memories.schemas import (

@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from conversations.models import AgentSession
 from core.acting import subject_user, subject_view
 from core.disk import DiskFull
 from core.pages import AuthenticatedHttpRequest
@@ -24,7 +25,7 @@ from memories.actions import edit
 from memories.actions.rules import MemoryRequestError, session_for_key
 from memories.actions.write import memory_write
 from memories.forms import MemoryAddForm, MemoryPageEditForm
-from memories.models import AgentSession, EditVia, Memory, MemoryEdit
+from memories.models import EditVia, Memory, MemoryEdit
 
 # Magic numbers of the raster images a browser shows safely. The upload's own content type is the client's
 # claim, so a file is shown inline only when its first bytes say it is one of these (never SVG or HTML).

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy
 
+from conversations.models import AgentSession, ChatMessage
 from core.files import files_kept
 from core.limits import InputRejected
 from core.models import MirrorState
@@ -30,7 +31,7 @@ from memories.actions.forgetting import memories_delete
 from memories.actions.rules import GRAPH_TYPES
 from memories.entity_links import link_entities
 from memories.mirror import mirror_on_commit
-from memories.models import AgentSession, ChatMessage, EditVia, Memory, MemoryEdit, MemoryType
+from memories.models import EditVia, Memory, MemoryEdit, MemoryType
 
 MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
 MAX_TAGS = 20

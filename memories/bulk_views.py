@@ -11,11 +11,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
+from conversations.models import AgentSession
 from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
 from memories import bulk
 from memories.forms import day_bounds
-from memories.models import AgentSession
 from memories.views import (
     UNDO_KEY,
     _back_to_list,

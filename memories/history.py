@@ -12,10 +12,11 @@ from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.utils.dateparse import parse_datetime
 
+from conversations.models import ChatMessage
 from core.models import ApiKey
 from knowledge.models import Document
 from memories.actions.edit import RESTORABLE_FIELDS
-from memories.models import ChatMessage, Memory, MemoryAccess, MemoryEdit
+from memories.models import Memory, MemoryAccess, MemoryEdit
 
 RETRIEVALS_PER_PAGE = 25
 DASHBOARD_RETRIEVED = 5

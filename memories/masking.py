@@ -16,10 +16,11 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from conversations.models import ChatMessage
 from core import privacy
 from core.limits import InputRejected
 from memories.actions.edit import memory_update
-from memories.models import ChatMessage, EditVia, Memory, MemoryAccess, MemoryEdit
+from memories.models import EditVia, Memory, MemoryAccess, MemoryEdit
 
 MEMORIES, METADATA, HISTORY, CHAT, SEARCH_LOG = (
     "memories",

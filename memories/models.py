@@ -1,5 +1,4 @@
 import re
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -10,6 +9,7 @@ from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from conversations.models import AgentSession, ChatMessage
 from core.models import MirroredModel, MirrorState
 from core.text import fingerprint
 
@@ -19,71 +19,6 @@ class MemoryType(models.TextChoices):
     EPISODIC = "episodic", _("episodic")
     SEMANTIC = "semantic", _("semantic")
     PERCEPTUAL = "perceptual", _("perceptual")
-
-
-class AgentSessionQuerySet(models.QuerySet):
-    def for_user(self, user):
-        return self.filter(user=user)
-
-
-class AgentSession(models.Model):
-    """One conversation of one user with an agent; working memory lives inside it. Its service, pages and API
-    are memories' (session_for_key, the sessions pages, /api/v1/sessions); the table keeps the name it had
-    when the model lived in agents."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
-    )
-    # The caller's own name for the session (Hello-Agents passes free-form session ids such as "session_1").
-    key = models.CharField(max_length=200)
-    title = models.CharField(max_length=200, blank=True)
-    started_at = models.DateTimeField(default=timezone.now, db_index=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
-
-    objects = AgentSessionQuerySet.as_manager()
-
-    class Meta:
-        db_table = "agents_agentsession"
-        ordering = ["-started_at"]
-        constraints = [models.UniqueConstraint(fields=["user", "key"], name="unique_session_key_per_user")]
-
-    def __str__(self) -> str:
-        return self.title or self.key
-
-
-class ChatRole(models.TextChoices):
-    SYSTEM = "system", _("system")
-    USER = "user", _("user")
-    ASSISTANT = "assistant", _("assistant")
-    TOOL = "tool", _("tool")
-
-
-class ChatMessage(models.Model):
-    """One turn of a session. The agent writes them; they live beside the session because memories are
-    captured from them and cite them (Memory.source_message, provenance, undelete)."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
-    role = models.CharField(max_length=10, choices=ChatRole)
-    content = models.TextField(blank=True)
-    # OpenAI-style tool calls with their results, in the order the agent made them.
-    tool_calls = models.JSONField(default=list, blank=True)
-    # Ids of the memories and chunks put into the prompt, for citations: {"memories": [...], "chunks": [...]}.
-    retrieved = models.JSONField(default=dict, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        db_table = "agents_chatmessage"
-        ordering = ["created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.role}: {self.content[:60]}"
 
 
 # metadata["origin"] of a chat copy: the working memory the chat agent keeps of each message it receives.

@@ -24,6 +24,7 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
+from conversations.models import AgentSession
 from core import hybrid, stores
 from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
@@ -34,16 +35,7 @@ from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError, Where
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import (
-    CHAT_ORIGIN,
-    AgentSession,
-    Entity,
-    EntityType,
-    Memory,
-    MemoryEntity,
-    MemoryQuerySet,
-    MemoryType,
-)
+from memories.models import CHAT_ORIGIN, Entity, EntityType, Memory, MemoryEntity, MemoryQuerySet, MemoryType
 from memories.scoring import Candidate, rank
 
 logger = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from conversations.models import AgentSession
 from core.limits import InputRejected
 from core.models import ApiKey
 from core.tooling import ActionTool, Params, ToolInputError, ToolReply, parse_moment, tool_user
@@ -25,7 +26,7 @@ from memories.actions.edit import memory_update
 from memories.actions.forgetting import memories_clear, memories_consolidate, memories_delete, memories_forget
 from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.actions.write import memory_write
-from memories.models import AgentSession, EditVia, Memory, MemoryType
+from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
 
 # The replies are English, or Chinese (Hello-Agents' own wording) for a call in Chinese (core.tooling.reply_language).

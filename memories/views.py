@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
+from conversations.models import AgentSession
 from core.acting import subject_user, subject_view, viewing_other
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
@@ -32,7 +33,7 @@ from memories.actions import edit, forgetting
 from memories.actions.access import record_access
 from memories.actions.rules import MemoryRequestError
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
-from memories.models import AgentSession, EditVia, Memory, MemoryType, Proposal, ProposalStatus
+from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
 from memories.retrieval import SCORE_PARTS, search_memories
 
 SEARCH_LIMIT = 50

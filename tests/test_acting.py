@@ -8,12 +8,13 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from console.models import GoldenQuestion
+from conversations.models import AgentSession
 from core.acting import PREFIX
 from core.models import SubjectChange
 from knowledge.models import Document
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
-from memories.models import AgentSession, Entity, GraphEdit, Memory, MemoryEdit
+from memories.models import Entity, GraphEdit, Memory, MemoryEdit
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,8 @@ import pytest
 from openai import APIStatusError, OpenAI
 
 from agents.answers import RETRIEVAL_ONLY
-from memories.models import ChatMessage, Memory
+from conversations.models import ChatMessage
+from memories.models import Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RETRIEVAL_ONLY_ZH = "仅检索回答（未配置 LLM）："

@@ -16,7 +16,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from console.portability import PortabilityError, import_archive
-from memories.models import AgentSession, Memory
+from conversations.models import AgentSession
+from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
 

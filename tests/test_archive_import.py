@@ -17,10 +17,11 @@ from django.core.management import call_command
 
 from console import archive as archive_module
 from console.portability import PortabilityError, import_archive
+from conversations.models import AgentSession
 from core.services import api_key_create
 from knowledge import services as knowledge
 from knowledge.models import Chunk, Document
-from memories.models import AgentSession, Entity, Memory
+from memories.models import Entity, Memory
 from tests.served import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -246,7 +247,7 @@ def test_importing_into_an_account_with_data_merges_by_stable_keys(
 
     archived_chunks = sum(row["model"] == "knowledge.chunk" for row in rows)
     assert imported.merged == {
-        "memories.agentsession": 1,
+        "conversations.agentsession": 1,
         "knowledge.document": 1,
         "knowledge.chunk": archived_chunks,
     }

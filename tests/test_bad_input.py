@@ -5,9 +5,10 @@ import re
 
 import pytest
 
+from conversations.models import AgentSession, ChatMessage
 from core.limits import MAX_CHAT_MESSAGE_CHARS, MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_SHORT_TEXT_CHARS
 from memories.entities import ENTITY_TEXT_LIMIT, extract
-from memories.models import AgentSession, ChatMessage, Memory
+from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
 

@@ -10,10 +10,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.answers import RETRIEVAL_ONLY
+from conversations.models import AgentSession, ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
-from memories.models import AgentSession, ChatMessage, ChatRole, Memory
+from memories.models import Memory
 
 # The memory services mirror to the vector store on commit, and retrieval reads the mirror.
 pytestmark = pytest.mark.django_db(transaction=True)

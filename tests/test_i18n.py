@@ -15,7 +15,17 @@ from django.test import override_settings
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES"
 # The folders whose code and templates carry user-facing strings (the tests and benchmarks carry none).
-SOURCES = ("agents", "config", "console", "core", "knowledge", "memories", "templates", "static")
+SOURCES = (
+    "agents",
+    "config",
+    "console",
+    "conversations",
+    "core",
+    "knowledge",
+    "memories",
+    "templates",
+    "static",
+)
 
 
 def _compiled(po: Path, out: Path) -> dict:

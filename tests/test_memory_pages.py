@@ -10,12 +10,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
+from conversations.models import AgentSession, ChatMessage
 from core.models import MirrorState
 from memories.actions.edit import memory_archive, memory_update
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
 from memories.listing import PAGE_SIZE, Cursor
-from memories.models import AgentSession, ChatMessage, EditVia, Entity, Memory, MemoryEdit, MemoryEntity
+from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity
 from memories.retrieval import SCORE_PARTS
 
 pytestmark = pytest.mark.django_db

@@ -29,7 +29,7 @@ MUST_HAVE_ROWS = [
     "memories_memoryedit",
     "memories_memoryaccess",
     "memories_memoryentity",
-    "agents_chatmessage",
+    "conversations_chatmessage",
     "knowledge_document",
     "core_apikey",
 ]

@@ -5,9 +5,10 @@ from django.apps import apps
 from django.contrib import admin
 from django.db import IntegrityError
 
+from conversations.models import AgentSession, ChatMessage
 from knowledge.models import Chunk, Document
 from memories.actions.write import memory_create
-from memories.models import AgentSession, ChatMessage, Entity, Memory, MemoryEntity, Relation
+from memories.models import Entity, Memory, MemoryEntity, Relation
 
 pytestmark = pytest.mark.django_db
 
@@ -15,7 +16,7 @@ MIRRORED = [Memory, Entity, Relation, Chunk]
 
 
 def test_every_project_model_is_in_the_admin():
-    for app in ("core", "agents", "memories", "knowledge"):
+    for app in ("core", "agents", "conversations", "memories", "knowledge"):
         for model in apps.get_app_config(app).get_models():
             assert admin.site.is_registered(model), model
 

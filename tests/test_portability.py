@@ -184,7 +184,7 @@ def test_an_edited_archive_cannot_reach_another_users_data(api, user, other_user
     import zipfile
 
     from console.portability import PortabilityError, import_archive
-    from memories.models import AgentSession
+    from conversations.models import AgentSession
 
     theirs = AgentSession.objects.create(user=other_user, key="private")
     api("post", "/memories/", {"content": "Ana likes tea", "memory_type": "semantic", "session_id": "s1"})
@@ -234,12 +234,15 @@ def test_the_settings_data_tab_downloads_and_loads_the_archive(logged_in, api, u
     assert client.get("/settings/data/export/").status_code == 200  # her own, empty archive
 
 
-def test_an_archive_from_before_sessions_moved_to_memories_still_loads(user, tmp_path):
+@pytest.mark.parametrize("former_app", ["agents", "memories"])
+def test_an_archive_from_before_sessions_moved_to_conversations_still_loads(former_app, user, tmp_path):
+    """Sessions and chat messages were agents' models until issue 13 and memories' until issue 34: archives of
+    either time name them so."""
     import json
     import zipfile
 
     from console.portability import import_archive
-    from memories.models import ChatMessage
+    from conversations.models import ChatMessage
 
     session = session_for_key(user=user, key="chat-1")
     ChatMessage.objects.create(session=session, role="user", content="I live in Lisbon.")
@@ -249,8 +252,7 @@ def test_an_archive_from_before_sessions_moved_to_memories_still_loads(user, tmp
         manifest = archive.read("manifest.json")
         rows = [json.loads(line) for line in archive.read("data.jsonl").decode().splitlines()]
     old_labels = {
-        "memories.agentsession": "agents.agentsession",
-        "memories.chatmessage": "agents.chatmessage",
+        f"conversations.{model}": f"{former_app}.{model}" for model in ("agentsession", "chatmessage")
     }
     assert {row["model"] for row in rows} >= old_labels.keys()
     old = tmp_path / "old.zip"
@@ -266,7 +268,7 @@ def test_an_archive_from_before_sessions_moved_to_memories_still_loads(user, tmp
 
     imported = import_archive(old)
 
-    assert imported.counts == {"memories.agentsession": 1, "memories.chatmessage": 1}
+    assert imported.counts == {"conversations.agentsession": 1, "conversations.chatmessage": 1}
     message = ChatMessage.objects.select_related("session__user").get()
     assert (message.session.key, message.session.user.username, message.content) == (
         "chat-1",

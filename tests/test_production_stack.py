@@ -278,7 +278,7 @@ def test_chat_remembers_a_fact_in_the_next_session(stack, fake_llm_server):
     assert first.startswith("Done: ✅ Memory added")
     fact = "The user's name is Alice and they work as a data engineer."
     assert stack.rows("SELECT count(*) FROM memories_memory WHERE content = %s", fact) == [(1,)]
-    assert stack.rows("SELECT count(*) FROM agents_chatmessage")[0][0] >= 2
+    assert stack.rows("SELECT count(*) FROM conversations_chatmessage")[0][0] >= 2
     counter = iter(range(2, 1000))
     answer = eventually(
         lambda: ask("What do I do for work?", f"chat-{next(counter)}"),

@@ -10,6 +10,7 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
+from conversations.models import ChatMessage, ChatRole
 from core.models import PrivacySettings
 from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
@@ -18,16 +19,7 @@ from memories.actions.edit import memory_update
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
 from memories.entities import entity_key
-from memories.models import (
-    ChatMessage,
-    ChatRole,
-    EditVia,
-    Entity,
-    Memory,
-    MemoryAccess,
-    MemoryEdit,
-    MemoryEntity,
-)
+from memories.models import EditVia, Entity, Memory, MemoryAccess, MemoryEdit, MemoryEntity
 from memories.retrieval import search_memories
 
 pytestmark = pytest.mark.django_db(transaction=True)

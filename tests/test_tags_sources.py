@@ -8,11 +8,12 @@ from django.apps import apps
 from django.urls import reverse
 
 from agents.agent import Agent
+from conversations.models import AgentSession, ChatMessage
 from core.services import api_key_create
 from memories import facets
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
-from memories.models import AgentSession, ChatMessage, Memory
+from memories.models import Memory
 from memories.tools import MemoryTool
 
 pytestmark = pytest.mark.django_db
@@ -194,6 +195,16 @@ def test_the_dashboard_counts_memories_per_tag_and_per_source(logged_in, user, o
 # --- the migration's backfill ------------------------------------------------------------------------------------
 
 
+class _AppsToday:
+    """The app registry as memories 0010 saw it, on today's tables: sessions and chat messages were memories'
+    models then and are conversations' now (issue 34)."""
+
+    def get_model(self, app_label: str, model_name: str):
+        if (app_label, model_name.lower()) in {("memories", "agentsession"), ("memories", "chatmessage")}:
+            app_label = "conversations"
+        return apps.get_model(app_label, model_name)
+
+
 def test_the_migration_knows_what_it_can_of_older_memories(user):
     key = api_key_create(user=user, name="old-agent", scope="write")[0]
     mcp = AgentSession.objects.create(user=user, key="mcp")
@@ -212,7 +223,7 @@ def test_the_migration_knows_what_it_can_of_older_memories(user):
     }
     Memory.objects.bulk_create(rows.values())
     migration = importlib.import_module("memories.migrations.0010_memory_origin")
-    migration.backfill(apps, None)
+    migration.backfill(_AppsToday(), None)
     found = {name: Memory.objects.get(pk=row.pk) for name, row in rows.items()}
     assert {name: (m.origin, m.origin_key_id) for name, m in found.items()} == {
         "api": ("api", key.pk),

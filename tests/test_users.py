@@ -8,11 +8,12 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from console.users import summarize
+from conversations.models import AgentSession
 from core.services import api_key_create
 from knowledge.models import Document
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
-from memories.models import AgentSession, Memory
+from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,10 @@ from django.db import OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from conversations.models import AgentSession
 from core import privacy
 from core.models import ApiKey
-from memories.models import AgentSession, Memory, MemoryAccess
+from memories.models import Memory, MemoryAccess
 
 logger = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from conversations.models import AgentSession
 from core.models import ApiKey, MirrorState
 from core.text import count_tokens
 from memories import curation
@@ -30,7 +31,7 @@ from memories.actions.rules import (
 )
 from memories.entity_links import link_entities
 from memories.mirror import mirror_on_commit, save_mirrored
-from memories.models import AgentSession, Fact, Memory, MemoryEdit, MemoryType
+from memories.models import Fact, Memory, MemoryEdit, MemoryType
 
 EDITABLE_FIELDS = (
     "content",

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from conversations.models import AgentSession
 from core.models import MirrorState
 from memories import cleaning, curation
 from memories.actions.edit import index_facts
@@ -22,7 +23,7 @@ from memories.actions.rules import (
 )
 from memories.entity_links import link_entities, refresh_entity_frequencies
 from memories.mirror import mirror_on_commit, save_mirrored
-from memories.models import AgentSession, EditVia, Entity, Memory, MemoryEdit, MemoryEntity, MemoryType
+from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity, MemoryType
 
 CONSOLIDATION_BOOST = 1.1  # Hello-Agents' importance boost for a promoted memory
 MAX_AGE_DAYS = 36_500  # a century; more overflows the date arithmetic

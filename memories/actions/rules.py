@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.utils.translation import gettext as _
 
+from conversations.models import AgentSession
 from core import privacy
 from core.limits import (
     MAX_CONTENT_CHARS,
@@ -18,7 +19,7 @@ from core.limits import (
     check_names,
     check_text,
 )
-from memories.models import AgentSession, Memory, MemoryType
+from memories.models import Memory, MemoryType
 
 # Hello-Agents' working-memory rules (MemoryConfig defaults).
 WORKING_MEMORY_TTL = timedelta(minutes=120)

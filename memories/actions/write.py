@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from conversations.models import AgentSession
 from core import disk
 from core.cpu_slots import uses_cpu
 from core.dispatch import dispatch_on_commit
@@ -39,7 +40,7 @@ from memories.actions.rules import (
 from memories.entities import ModelMentions, model_mentions
 from memories.entity_links import link_entities
 from memories.mirror import mirror_on_commit, save_mirrored
-from memories.models import AgentSession, EditVia, Memory, MemoryEdit, MemoryType
+from memories.models import EditVia, Memory, MemoryEdit, MemoryType
 from memories.scoring import working_priority
 from memories.tasks import llm_extract_task
 

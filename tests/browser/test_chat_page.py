@@ -79,8 +79,8 @@ LINE = "A message about the audit log review, long enough to take a few lines on
 
 
 def long_session(user):
+    from conversations.models import ChatMessage, ChatRole
     from memories.actions.rules import session_for_key
-    from memories.models import ChatMessage, ChatRole
 
     session = session_for_key(user=user, key="chat-long")
     for i in range(20):

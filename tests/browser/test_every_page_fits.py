@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from conversations.models import ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
 from memories.actions.rules import session_for_key
 from memories.actions.write import NewMemory, memory_bulk_create, memory_create
 from memories.cleaning import propose, queue
-from memories.models import ChatMessage, ChatRole
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

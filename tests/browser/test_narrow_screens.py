@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
+from conversations.models import ChatMessage, ChatRole
 from knowledge.models import Chunk, Document
 from memories.actions.rules import session_for_key
 from memories.actions.write import memory_create
-from memories.models import ChatMessage, ChatRole
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
