@@ -102,6 +102,9 @@ def detect_kind(data_head: bytes, filename: str) -> str:
     return detect(data_head, safe_filename(filename), zip_names=None)
 
 
+# --- Archive limits ------------------------------------------------------------------------------------------------
+
+
 def _zip_names(path: Path, name: str) -> list[str] | None:
     """The archive's member names, once its size, member count and markup are within the limits."""
     try:
