@@ -30,7 +30,8 @@ from agents.answers import (
     retrieval_only_answer,
     told_answer,
 )
-from agents.toolspecs import FUNCTIONS, openai_tools
+from agents.tools import ToolCaller
+from agents.toolspecs import TOOLS
 from conversations.models import AgentSession, ChatMessage, ChatRole
 from core import privacy
 from core.disconnect import ClientGone
@@ -38,9 +39,7 @@ from core.disk import DiskFull
 from core.limits import MAX_QUERY_CHARS
 from core.llm import Budget, Completion, LLMError, ToolCall, get_llm
 from core.models import ApiKey, PrivacySettings
-from core.tooling import ActionTool
 from knowledge.search import ChunkHit, search_chunks
-from knowledge.tools import RAGTool
 from memories.actions import access, forgetting, rules, write
 from memories.facts import SELF
 from memories.models import CHAT_ORIGIN, EditVia, Memory, MemoryType
@@ -48,7 +47,6 @@ from memories.profile import Profile, answers_in_chinese, facts_stating, user_pr
 from memories.retrieval import MemoryHit, search_memories
 from memories.statements import statements
 from memories.subjects import asked_slot
-from memories.tools import MemoryTool
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +330,7 @@ class Agent:
             offer_tools = round_number < MAX_TOOL_ROUNDS  # the last round must answer in words
             try:
                 stream = self.llm.stream(
-                    messages, tools=openai_tools() if offer_tools else None, budget=budget
+                    messages, tools=TOOLS.openai_tools() if offer_tools else None, budget=budget
                 )
                 completion = yield from _relay(stream)
             except ClientGone:
@@ -386,8 +384,8 @@ class Agent:
             "ok": False,
             "result": "",
         }
-        if call.name not in FUNCTIONS:
-            outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(FUNCTIONS)}"
+        if call.name not in TOOLS:
+            outcome["result"] = f"error: no tool named {call.name!r}; available: {', '.join(TOOLS.names())}"
             return outcome
         try:
             arguments = json.loads(call.arguments or "{}")
@@ -398,19 +396,9 @@ class Agent:
                 f"error: the arguments were not a valid JSON object ({exc}); call the tool again"
             )
             return outcome
-        tool_name, action, _ = FUNCTIONS[call.name]
-        tool: ActionTool
+        caller = ToolCaller(self.user, self.api_key, self._via, self.session.key, budget)
         try:
-            if tool_name == "memory":
-                tool = MemoryTool(
-                    user_id=self.user.get_username(),
-                    session_id=self.session.key,
-                    api_key=self.api_key,
-                    via=self._via,
-                )
-            else:
-                tool = RAGTool(user_id=self.user.get_username(), allow_file_paths=False, budget=budget)
-            reply = tool.execute({**arguments, "action": action})
+            reply = TOOLS.call(call.name, caller, arguments)
         except ClientGone:
             raise
         except Exception as exc:  # a failing tool is reported to the model and the user, never a 500
@@ -418,7 +406,7 @@ class Agent:
             outcome["result"] = f"error: the tool failed ({exc.__class__.__name__}: {exc})"
             return outcome
         outcome["ok"], outcome["result"] = reply.ok, reply.text
-        if tool_name == "memory" and action == "add" and reply.ok:
+        if call.name == "memory_add" and reply.ok:  # what the turn saved, for the page's Undo
             memory_id = reply.data["id"]
             if reply.data["action"] in ("add", "supersede"):
                 Memory.objects.filter(pk=memory_id).update(source_message=user_message)

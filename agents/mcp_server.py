@@ -1,9 +1,9 @@
 """Mnemo over the Model Context Protocol: the memory and knowledge tools and two resources, for one API key.
 
-The tools are agents.toolspecs.FUNCTIONS, the functions the chat agent offers its LLM: an MCP tool's name,
-description and inputSchema are the function's name, description and parameters, and calling it runs the same
-`tool.execute({"action": …, **arguments})` the agent and POST /api/v1/tools/* run. A read-only key is offered,
-and may call, only the tools whose action reads; the tools' `write_actions` say which actions change data.
+The tools are the registry's (agents.toolspecs.TOOLS), the functions the chat agent offers its LLM: an MCP
+tool's name, description and inputSchema are the record's name, description and parameters, and calling it runs
+the record's function, as the agent and POST /api/v1/tools/{name} do. A read-only key is offered, and may call,
+only the tools whose record needs no write scope.
 The resources are the key owner's profile and their most recent current memories, in the API's JSON shapes.
 
 Everything is scoped to the key's owner. agents.mcp_view serves this at /mcp.
@@ -19,16 +19,14 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from agents.toolspecs import FUNCTIONS
+from agents.tools import ToolCaller, ToolNotAllowed, UnknownTool
+from agents.toolspecs import TOOLS
 from core.disconnect import ClientGone
 from core.llm import Budget
 from core.models import ApiKey
-from core.tooling import ActionTool
-from knowledge.tools import RAGTool
 from memories.models import EditVia, Memory
 from memories.profile import user_profile
 from memories.schemas import MemoryOut, ProfileOut
-from memories.tools import MemoryTool
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +35,6 @@ INSTRUCTIONS = (
     "user, save lasting facts they state with memory_add, and answer from their documents with rag_ask, citing "
     "its numbered sources. Read mnemo://profile for what is known about the user."
 )
-TOOLS: dict[str, type[ActionTool]] = {"memory": MemoryTool, "rag": RAGTool}
 # The memory session that memories written over MCP belong to, as "api" is for POST /api/v1/tools/memory.
 MEMORY_SESSION = "mcp"
 PROFILE_URI = "mnemo://profile"
@@ -64,28 +61,17 @@ RESOURCES = [
 ]
 
 
-def _writes(function_name: str) -> bool:
-    tool_name, action, _ = FUNCTIONS[function_name]
-    return action in TOOLS[tool_name].write_actions
-
-
 def tools_for(api_key: ApiKey) -> list[types.Tool]:
-    """The tools this key may call: every function for a write key, the reading ones for a read key."""
-    tools = []
-    for name, (_, _, schema) in FUNCTIONS.items():
-        writes = _writes(name)
-        if writes and not api_key.can_write:
-            continue
-        function = schema["function"]
-        tools.append(
-            types.Tool(
-                name=name,
-                description=function["description"],
-                input_schema=function["parameters"],
-                annotations=types.ToolAnnotations(read_only_hint=not writes),
-            )
+    """The tools this key may call: every tool for a write key, the reading ones for a read key."""
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.parameters,
+            annotations=types.ToolAnnotations(read_only_hint=not tool.writes),
         )
-    return tools
+        for tool in TOOLS.for_key(api_key)
+    ]
 
 
 def call_tool(
@@ -94,24 +80,15 @@ def call_tool(
     """Run one tool for the key's owner. A tool's own refusal (a bad parameter, an unknown id) is a result with
     isError set, for the model to read and correct; a tool the key may not call is a protocol error.
     `budget` bounds rag_ask's model calls, and stops them when the request's client has left."""
-    if name not in FUNCTIONS:
+    caller = ToolCaller(api_key.user, api_key, EditVia.MCP, MEMORY_SESSION, budget)
+    try:
+        reply = TOOLS.call(name, caller, arguments)
+    except UnknownTool:
         raise MCPError(
             types.INVALID_PARAMS, f"No tool named {name!r}: tools/list names the tools of this key."
-        )
-    if _writes(name) and not api_key.can_write:
-        raise MCPError(
-            types.INVALID_PARAMS,
-            f"This API key is read-only: {name} changes data and needs a key with the write scope.",
-        )
-    tool_name, action, _ = FUNCTIONS[name]
-    owner = api_key.user.get_username()
-    tool: ActionTool
-    try:
-        if tool_name == "memory":
-            tool = MemoryTool(user_id=owner, api_key=api_key, session_id=MEMORY_SESSION, via=EditVia.MCP)
-        else:
-            tool = RAGTool(user_id=owner, allow_file_paths=False, budget=budget)
-        reply = tool.execute({**arguments, "action": action})
+        ) from None
+    except ToolNotAllowed as exc:
+        raise MCPError(types.INVALID_PARAMS, str(exc)) from None
     except ClientGone:
         # Nobody reads this result: the client left, so the model calls still to come are never made.
         logger.info("MCP tool %s stopped: the client went away", name)

@@ -1,42 +1,55 @@
-"""The memory and knowledge tool actions offered to the LLM as OpenAI function tools.
+"""The tools the chat agent, the MCP server and POST /api/v1/tools/{name} offer: the registry's records.
 
-Each function is one action of MemoryTool or RAGTool; its JSON schema lists that action's parameters with the
-Hello-Agents defaults in the descriptions (OpenAI schemas carry no defaults of their own). Calling a function runs
-`tool.execute({"action": …, **arguments})`, so the agent, the Python tools and the API share one implementation.
+Each tool is one action of MemoryTool or RAGTool; its JSON schema lists that action's parameters with the
+Hello-Agents defaults in the descriptions (OpenAI schemas carry no defaults of their own). Calling it runs
+`tool.execute({"action": …, **arguments})`, so the agent, the MCP server, the API and the Python tools share one
+implementation. A tool is added here, as one record, with its tests (agents.tools says what a record holds).
 """
 
+from collections.abc import Callable
 from typing import Any
 
-from core.tooling import LANGUAGE_RULE, REPLY_LANGUAGES
+from agents.tools import Tool, ToolCaller, ToolRegistry
+from core.models import ApiKeyScope
+from core.tooling import ToolReply
+from knowledge.tools import WRITE_ACTIONS as RAG_WRITES
+from knowledge.tools import RAGTool
+from memories.tools import WRITE_ACTIONS as MEMORY_WRITES
+from memories.tools import MemoryTool
 
 MEMORY_TYPES = ["working", "episodic", "semantic", "perceptual"]
 
 
-# Every tool answers in English or Chinese (core.tooling.reply_language); a caller may ask for one.
-LANGUAGE = {"type": "string", "enum": list(REPLY_LANGUAGES), "description": LANGUAGE_RULE}
+def _memory(action: str) -> Callable[[ToolCaller, dict[str, Any]], ToolReply]:
+    def run(caller: ToolCaller, arguments: dict[str, Any]) -> ToolReply:
+        tool = MemoryTool(
+            user_id=caller.user.get_username(),
+            session_id=caller.session_key,
+            api_key=caller.api_key,
+            via=caller.via,
+        )
+        return tool.execute({**arguments, "action": action})
+
+    return run
 
 
-def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {**properties, "language": LANGUAGE},
-                "required": required,
-            },
-        },
-    }
+def _rag(action: str) -> Callable[[ToolCaller, dict[str, Any]], ToolReply]:
+    def run(caller: ToolCaller, arguments: dict[str, Any]) -> ToolReply:
+        # No server paths over any of these routes: documents come as uploads.
+        tool = RAGTool(user_id=caller.user.get_username(), allow_file_paths=False, budget=caller.budget)
+        return tool.execute({**arguments, "action": action})
+
+    return run
 
 
-# (function name) -> (tool, action, schema)
-FUNCTIONS: dict[str, tuple[str, str, dict]] = {
-    "memory_add": (
-        "memory",
-        "add",
-        _function(
+def _scope(action: str, writes: frozenset[str]) -> ApiKeyScope:
+    return ApiKeyScope.WRITE if action in writes else ApiKeyScope.READ
+
+
+# The registry: the only list of tools, in the order they are offered.
+TOOLS = ToolRegistry(
+    (
+        Tool(
             "memory_add",
             "Save a memory about the user. Use memory_type 'semantic' for lasting facts the user states about "
             "themselves (name, job, preferences), 'episodic' for events.",
@@ -50,13 +63,11 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                     "description": "Labels to find it by later (memory_search's tag filter).",
                 },
             },
-            ["content"],
+            ("content",),
+            _memory("add"),
+            _scope("add", MEMORY_WRITES),
         ),
-    ),
-    "memory_search": (
-        "memory",
-        "search",
-        _function(
+        Tool(
             "memory_search",
             "Search the user's memories.",
             {
@@ -80,13 +91,11 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                 },
                 "tag": {"type": "string", "description": "Only memories carrying this tag."},
             },
-            ["query"],
+            ("query",),
+            _memory("search"),
+            _scope("search", MEMORY_WRITES),
         ),
-    ),
-    "memory_update": (
-        "memory",
-        "update",
-        _function(
+        Tool(
             "memory_update",
             "Correct a memory by its full id.",
             {
@@ -94,33 +103,27 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                 "content": {"type": "string"},
                 "importance": {"type": "number", "minimum": 0, "maximum": 1},
             },
-            ["memory_id"],
+            ("memory_id",),
+            _memory("update"),
+            _scope("update", MEMORY_WRITES),
         ),
-    ),
-    "memory_remove": (
-        "memory",
-        "remove",
-        _function(
+        Tool(
             "memory_remove",
             "Delete a memory by its full id.",
             {"memory_id": {"type": "string"}},
-            ["memory_id"],
+            ("memory_id",),
+            _memory("remove"),
+            _scope("remove", MEMORY_WRITES),
         ),
-    ),
-    "memory_summary": (
-        "memory",
-        "summary",
-        _function(
+        Tool(
             "memory_summary",
             "Counts per memory type and the most important memories.",
             {"limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Default: 10."}},
-            [],
+            (),
+            _memory("summary"),
+            _scope("summary", MEMORY_WRITES),
         ),
-    ),
-    "rag_search": (
-        "rag",
-        "search",
-        _function(
+        Tool(
             "rag_search",
             "Search the user's knowledge base (uploaded documents).",
             {
@@ -128,24 +131,20 @@ FUNCTIONS: dict[str, tuple[str, str, dict]] = {
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Default: 5."},
                 "namespace": {"type": "string", "description": "Default: default."},
             },
-            ["query"],
+            ("query",),
+            _rag("search"),
+            _scope("search", RAG_WRITES),
         ),
-    ),
-    "rag_ask": (
-        "rag",
-        "ask",
-        _function(
+        Tool(
             "rag_ask",
             "Answer a question from the knowledge base with numbered citations.",
             {
                 "question": {"type": "string"},
                 "namespace": {"type": "string", "description": "Default: default."},
             },
-            ["question"],
+            ("question",),
+            _rag("ask"),
+            _scope("ask", RAG_WRITES),
         ),
-    ),
-}
-
-
-def openai_tools() -> list[dict]:
-    return [schema for _, _, schema in FUNCTIONS.values()]
+    )
+)

@@ -68,7 +68,7 @@ def error_statuses(path: str, method: str, operation: dict) -> dict[str, str]:
         statuses["409"] = "The proposal is not in a state that allows this"
     if path.endswith("/reinstate"):
         statuses["409"] = "The memory is current: nothing replaced it"
-    if path.endswith(("/knowledge/ask", "/knowledge/search", "/tools/rag")):
+    if path.endswith(("/knowledge/ask", "/knowledge/search", "/tools/rag", "/tools/{name}")):
         statuses["499"] = (
             "The client disconnected before the LLM's answer was ready or while the request waited for a CPU "
             "slot (for the access log)"
@@ -123,6 +123,8 @@ api = MnemoAPI(
 api.add_router("/", "memories.api.router")
 api.add_router("/", "knowledge.api.router")
 api.add_router("/", "console.api.router")
+# After the apps' routers: their POST /tools/memory and /tools/rag match before the registry's /tools/{name}.
+api.add_router("/", "agents.api.router")
 
 
 @api.exception_handler(RequestRefused)

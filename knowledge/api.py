@@ -16,6 +16,7 @@ from core.tooling import ToolOut, ToolRefusalOut
 from knowledge import services
 from knowledge.curation import chunk_update
 from knowledge.models import Chunk, ChunkEditVia, Document
+from knowledge.pipeline import formats
 from knowledge.schemas import (
     AskIn,
     AskOut,
@@ -67,11 +68,6 @@ def upload_document(
     chunk_overlap: int = Form(100, ge=0, lt=4000, description="Tokens; less than half of chunk_size."),
     wait: FormFlag = Form(False),  # noqa: B008
 ):
-    """Multipart upload (pdf, docx, xlsx, pptx, html, csv, json, epub, txt, md, and images: without an LLM to
-    describe it, an image has no text to index and ends ready with no chunks and a `notice` saying so). Ingestion
-    runs in the background: poll GET /documents/{id}/status, or send wait=true to get the answer once the document
-    is searchable. The same file again in the namespace answers 200 with the existing document and
-    duplicate=true."""
     accepted = services.document_create(
         user=_owner(request),
         file=file,
@@ -83,6 +79,16 @@ def upload_document(
     document = Document.objects.get(pk=accepted.document.pk)
     cast(Any, document).duplicate = not accepted.created  # read by the response schema
     return Status(201 if accepted.created else 200, document)
+
+
+# The types come from the format registry (knowledge.pipeline.formats), as the upload's check does.
+upload_document.__doc__ = (
+    f"Multipart upload ({', '.join(f.name for f in formats.formats() if f.family != 'image')}, and images "
+    f"({', '.join(f.name for f in formats.formats() if f.family == 'image')}): without an LLM to describe it, an "
+    "image has no text to index and ends ready with no chunks and a `notice` saying so). Ingestion runs in the "
+    "background: poll GET /documents/{id}/status, or send wait=true to get the answer once the document is "
+    "searchable. The same file again in the namespace answers 200 with the existing document and duplicate=true."
+)
 
 
 @router.get("/documents", response=list[DocumentOut], summary="List documents")

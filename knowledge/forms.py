@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy
 from core.limits import MAX_QUERY_CHARS
 from knowledge.curation import MAX_CHUNK_CHARS
 from knowledge.models import DocumentStatus
-from knowledge.pipeline import SUPPORTED
+from knowledge.pipeline import formats
 from knowledge.services import KnowledgeError, check_chunking, check_namespace
 
 ACTIVE = "active"  # the status filter's "in progress": queued, converting, chunking or embedding
@@ -42,8 +42,6 @@ class UploadForm(forms.Form):
     # The form metaclass moves a declared field out of the class, so `self.files` stays the uploads.
     files = MultipleFileField(  # type: ignore[assignment]
         label=gettext_lazy("Files"),
-        # Only a hint for the file picker: the service checks every file's name and bytes itself.
-        widget=MultipleFileInput(attrs={"accept": ",".join(f".{kind}" for kind in sorted(SUPPORTED))}),
     )
     namespace = forms.CharField(
         label=gettext_lazy("Namespace"),
@@ -60,6 +58,9 @@ class UploadForm(forms.Form):
         # The library page holds this form and the filter form, both with a namespace: keep the ids apart.
         kwargs.setdefault("auto_id", "upload-%s")
         super().__init__(*args, **kwargs)
+        # Only a hint for the file picker, read from the registry when the form is made (a format registered later
+        # counts): the service checks every file's name and bytes itself.
+        self.fields["files"].widget.attrs["accept"] = formats.accept()
 
     def clean_namespace(self) -> str:
         try:

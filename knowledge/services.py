@@ -26,7 +26,8 @@ from core.errors import RequestRefused
 from knowledge.ingest import STALLED_AFTER, cleanup, ingest, ingest_document
 from knowledge.models import Document, DocumentStatus
 from knowledge.pipeline import ConversionError, safe_filename
-from knowledge.pipeline.convert import SUPPORTED, detect_kind
+from knowledge.pipeline.convert import detect_kind
+from knowledge.pipeline.formats import SUPPORTED
 
 logger = logging.getLogger(__name__)
 

@@ -43,7 +43,8 @@ from knowledge import services
 from knowledge.forms import ACTIVE, LibraryFilterForm, RechunkForm, SearchForm, UploadForm
 from knowledge.markdown import render_markdown
 from knowledge.models import Chunk, ChunkEdit, Document, DocumentQuerySet
-from knowledge.pipeline import SUPPORTED, safe_filename
+from knowledge.pipeline import safe_filename
+from knowledge.pipeline.formats import SUPPORTED
 from knowledge.search import ask, search_chunks
 
 LIBRARY_TEMPLATE = "knowledge/library.html"

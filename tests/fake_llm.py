@@ -29,6 +29,8 @@ class FakeLLM:
         # Replies to the memory-curation prompt (memories.curation), in order; {"decision": "add"} when empty.
         self.curation_replies: list[str] = []
         self.curation_prompts: list[str] = []
+        # Tool calls to make, in order: the next user message gets the first ({"name", "arguments"}), whatever it says.
+        self.scripted_calls: list[dict] = []
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -55,6 +57,8 @@ class FakeLLM:
             return {
                 "content": self.curation_replies.pop(0) if self.curation_replies else '{"decision": "add"}'
             }
+        if last["role"] == "user" and self.scripted_calls:
+            return {"tool_calls": [self.scripted_calls.pop(0)]}
         if self.mode == "tool_loop":
             rounds = sum(message["role"] == "tool" for message in messages)
             arguments = json.dumps({"content": f"Loop fact number {rounds + 1}.", "memory_type": "semantic"})

@@ -90,8 +90,9 @@ def test_each_app_mounts_one_router_and_keeps_its_types_in_schemas():
         ("/", "memories.api.router"),
         ("/", "knowledge.api.router"),
         ("/", "console.api.router"),
+        ("/", "agents.api.router"),
     ]
-    for package in ("memories", "knowledge", "console"):
+    for package in ("memories", "knowledge", "console", "agents"):
         for path in sorted((ROOT / package).rglob("api.py")):
             tree = ast.parse(path.read_text(), str(path))
             routers = [

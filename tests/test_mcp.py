@@ -12,7 +12,7 @@ import pytest
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from agents.toolspecs import FUNCTIONS
+from agents.toolspecs import TOOLS
 from tests.served import ServedInstance
 
 READ_TOOLS = ["memory_search", "memory_summary", "rag_search", "rag_ask"]
@@ -122,9 +122,9 @@ def listed_tools(served: Served, key: str):
 
 def test_a_write_key_gets_every_tool_with_the_schema_the_agent_uses(served):
     tools = listed_tools(served, served.alice)
-    assert [tool.name for tool in tools] == list(FUNCTIONS)
+    assert [tool.name for tool in tools] == TOOLS.names()
     for tool in tools:
-        function = FUNCTIONS[tool.name][2]["function"]
+        function = TOOLS.get(tool.name).openai_schema()["function"]
         assert (tool.description, tool.input_schema) == (function["description"], function["parameters"])
     assert {tool.name for tool in tools if not tool.annotations.read_only_hint} == {
         "memory_add",

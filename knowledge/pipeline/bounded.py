@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge.pipeline import formats
 from knowledge.pipeline.convert import (
     ConversionError,
     Converted,
@@ -77,7 +78,7 @@ def convert_bounded(
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(
         target=_convert_in_child,
-        args=(sender, str(path), filename, llm, budget.memory_for(path)),
+        args=(sender, str(path), filename, llm, budget.memory_for(path), formats.formats()),
         name=f"convert {safe_filename(filename)}",
         daemon=True,
     )
@@ -114,9 +115,19 @@ def _context():
     return context
 
 
-def _convert_in_child(sender, path: str, filename: str, llm: LLMSettings | None, memory_mb: int) -> None:
+def _convert_in_child(
+    sender,
+    path: str,
+    filename: str,
+    llm: LLMSettings | None,
+    memory_mb: int,
+    known: tuple[formats.Format, ...],
+) -> None:
     limit = _limit_address_space(memory_mb)
     try:
+        # The fork server imported the built-in formats only; a format registered since (a plug-in, a test's
+        # made-up one) comes with the parent's registry, its functions imported here by name.
+        formats.install(known)
         client = None
         if llm is not None:
             from openai import OpenAI
