@@ -5,8 +5,8 @@ configured, and every provider failure becomes an LLMError whose message names t
 """
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -16,6 +16,7 @@ from django.http import HttpRequest
 
 from core import cpu_slots
 from core.disconnect import ClientGone, client_gone
+from core.openai_errors import ProviderWording, provider_errors, shortened
 
 
 class LLMError(Exception):
@@ -108,27 +109,25 @@ class LLMClient:
             raw=response,
         )
 
-    @contextmanager
-    def _provider_errors(self) -> Iterator[None]:
-        """Every provider failure as an LLMError naming the setting to check."""
-        import openai
-
-        try:
-            yield
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)") from exc
-        except openai.AuthenticationError as exc:
-            raise LLMError(f"the LLM provider refused LLM_API_KEY ({exc.status_code})") from exc
-        except openai.NotFoundError as exc:
-            raise LLMError(
-                f"the LLM provider does not know LLM_MODEL={self.model} or the URL is wrong"
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"the LLM provider answered {exc.status_code}: {_short(exc.message)}") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the LLM at LLM_BASE_URL={self.base_url}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"the LLM call failed: {_short(str(exc))}") from exc
+    def _provider_errors(self) -> AbstractContextManager[None]:
+        """Every provider failure as an LLMError naming the LLM_ setting to check."""
+        return provider_errors(
+            ProviderWording(
+                refused=lambda exc: f"the LLM provider refused LLM_API_KEY ({exc.status_code})",
+                not_found=lambda exc: (
+                    f"the LLM provider does not know LLM_MODEL={self.model} or the URL is wrong"
+                ),
+                status=lambda exc: (
+                    f"the LLM provider answered {exc.status_code}: {shortened(exc.message, 300)}"
+                ),
+                timeout=lambda exc: f"the LLM at LLM_BASE_URL={self.base_url} timed out (LLM_TIMEOUT)",
+                unreachable=lambda exc: f"cannot reach the LLM at LLM_BASE_URL={self.base_url}",
+                failed=lambda exc: f"the LLM call failed: {shortened(str(exc), 300)}",
+                # A 403 is reported as one more status, in the provider's own words, not as a refused key.
+                forbidden_is_refused=False,
+            ),
+            LLMError,
+        )
 
     def _within(self, budget: Budget | None):
         """The client for one call: with a budget, the connection and each read wait at most what is left of it,
@@ -193,10 +192,6 @@ class LLMClient:
     def ask(self, system: str, user: str, **kwargs: Any) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         return self.complete(messages, **kwargs).text.strip()
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def get_llm() -> LLMClient | None:

@@ -5,6 +5,7 @@ while the store keeps serving, and no write made meanwhile is lost or comes back
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 import uuid
@@ -34,12 +35,23 @@ def make_point(n: int, version: int = 0) -> Point:
     )
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[EdgeVectorStore]:
-    store = EdgeVectorStore(tmp_path / "vectors")
+@pytest.fixture(scope="module")
+def filled_store_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files of a closed store holding the POINTS points, written once for the module's tests to copy."""
+    path = tmp_path_factory.mktemp("filled") / "vectors"
+    store = EdgeVectorStore(path)
     store.ensure_collection(SPEC)
     for start in range(0, POINTS, 1000):
         store.upsert("memories", [make_point(n) for n in range(start, start + 1000)])
+    store.close()
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path, filled_store_files: Path) -> Iterator[EdgeVectorStore]:
+    """A store of its own for each test, with the POINTS points, unoptimized (a copy of the files above)."""
+    shutil.copytree(filled_store_files, tmp_path / "vectors")
+    store = EdgeVectorStore(tmp_path / "vectors")
     yield store
     store.close()
 

@@ -606,7 +606,7 @@ def test_edge_flushes_written_collections_in_the_background_not_on_every_write(
 ) -> None:
     import time
 
-    monkeypatch.setattr("core.vectorstore.edge.FLUSH_SECONDS", 0.1)
+    monkeypatch.setattr("core.vectorstore.edge_root.FLUSH_SECONDS", 0.1)
     store = EdgeVectorStore(tmp_path)
     store.ensure_collection(SPEC)
     root = store._open()

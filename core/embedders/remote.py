@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from core.cpu_slots import waiting_elsewhere
 from core.embedders.base import Embedder, EmbeddingError
+from core.openai_errors import ProviderWording, provider_errors, shortened
 
 
 class OpenAIEmbedder(Embedder):
@@ -77,38 +79,14 @@ class OpenAIEmbedder(Embedder):
         )
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        import openai
-
-        where = f"Embeddings API {self.model} at {self._host}"
+        where = self._where
         extra: dict[str, Any] = {}
         if self._requested_dimension:
             extra["dimensions"] = self._requested_dimension
-        try:
-            with waiting_elsewhere():  # a remote model: this thread's CPU slot serves another meanwhile
-                response = self._load().embeddings.create(
-                    model=self.model, input=texts, encoding_format="float", **extra
-                )
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise EmbeddingError(
-                f"{where} refused the key (HTTP {exc.status_code}): check EMBED_API_KEY."
-            ) from exc
-        except openai.NotFoundError as exc:
-            raise EmbeddingError(
-                f"{where} answered HTTP 404: check EMBED_MODEL_NAME and EMBED_BASE_URL (…/v1)."
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise EmbeddingError(
-                f"{where} answered HTTP {exc.status_code} ({_short(exc.message)}): "
-                "check EMBED_BASE_URL, EMBED_MODEL_NAME and EMBED_API_KEY, or retry later."
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise EmbeddingError(
-                f"{where} timed out after {self.timeout:g} s: check EMBED_BASE_URL."
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise EmbeddingError(f"{where} is unreachable ({exc}): check EMBED_BASE_URL.") from exc
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(f"{where} failed: {exc}") from exc
+        with self._provider_errors(), waiting_elsewhere():  # a remote model: this CPU slot serves another
+            response = self._load().embeddings.create(
+                model=self.model, input=texts, encoding_format="float", **extra
+            )
         rows = sorted(response.data, key=lambda item: item.index)
         if len(rows) != len(texts) or not all(row.embedding for row in rows):
             raise EmbeddingError(f"{where} returned {len(rows)} embeddings for {len(texts)} texts.")
@@ -118,6 +96,26 @@ class OpenAIEmbedder(Embedder):
                 self._dimension = int(vectors.shape[1])
         return vectors
 
+    @property
+    def _where(self) -> str:
+        return f"Embeddings API {self.model} at {self._host}"
 
-def _short(message: str, limit: int = 200) -> str:
-    return message if len(message) <= limit else message[:limit] + "…"
+    def _provider_errors(self) -> AbstractContextManager[None]:
+        """Every provider failure as an EmbeddingError naming the EMBED_ setting to check."""
+        where = self._where
+        return provider_errors(
+            ProviderWording(
+                refused=lambda exc: f"{where} refused the key (HTTP {exc.status_code}): check EMBED_API_KEY.",
+                not_found=lambda exc: (
+                    f"{where} answered HTTP 404: check EMBED_MODEL_NAME and EMBED_BASE_URL (…/v1)."
+                ),
+                status=lambda exc: (
+                    f"{where} answered HTTP {exc.status_code} ({shortened(exc.message, 200)}): "
+                    "check EMBED_BASE_URL, EMBED_MODEL_NAME and EMBED_API_KEY, or retry later."
+                ),
+                timeout=lambda exc: f"{where} timed out after {self.timeout:g} s: check EMBED_BASE_URL.",
+                unreachable=lambda exc: f"{where} is unreachable ({exc}): check EMBED_BASE_URL.",
+                failed=lambda exc: f"{where} failed: {exc}",
+            ),
+            EmbeddingError,
+        )

@@ -18,7 +18,17 @@ are not sections: a chunk may run from the end of one PDF page onto the next, an
 import re
 from dataclasses import dataclass
 
-from core.text import count_tokens
+from knowledge.pipeline.cuts import (
+    SENTENCE_END,
+    TokenCounter,
+    closes_fence,
+    cut,
+    fence_marker,
+    hard_split,
+    segments,
+    split_blocks,
+    wrapped_pieces,
+)
 
 MIN_CHUNK_SIZE = 50
 # WordPiece maps a "word" over 100 characters to a single [UNK] token, so a base64 blob or a long URL counts as
@@ -51,7 +61,6 @@ class ChunkSpec:
 # --- Paragraphs ----------------------------------------------------------------------------------------------------
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _LINK_TEXT = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # CommonMark backslash escapes (MarkItDown writes "\<tag\>", "snake\_case"): a heading path is plain text.
@@ -88,10 +97,10 @@ def split_paragraphs(markdown: str, *, page: int | None = None, sheet: str = "")
     for line in markdown.splitlines():
         if fence:
             block.append(line)
-            if _closes(line, fence):
+            if closes_fence(line, fence):
                 fence = ""
             continue
-        fence = _fence_marker(line)
+        fence = fence_marker(line)
         if fence:
             block.append(line)
             continue
@@ -147,19 +156,6 @@ class _Unit:
     page: int | None = None
 
 
-class _Counter:
-    """count_tokens with a cache for one chunking call (the same sentence is looked at by several steps)."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        known = self._known.get(text)
-        if known is None:
-            known = self._known[text] = count_tokens(text)
-        return known
-
-
 def chunk_paragraphs(
     paragraphs: list[Paragraph], chunk_size: int = 800, chunk_overlap: int = 100
 ) -> list[ChunkSpec]:
@@ -176,7 +172,7 @@ def chunk_paragraphs(
     repeated whole.
     """
     _check_sizes(chunk_size, chunk_overlap)
-    count = _Counter()
+    count = TokenCounter()
     units, paths = _units(paragraphs, chunk_size, chunk_overlap, count)
     max_chars = chunk_size * MAX_CHARS_PER_TOKEN
     chunks: list[ChunkSpec] = []
@@ -248,7 +244,7 @@ def _check_sizes(chunk_size: int, chunk_overlap: int) -> None:
 
 
 def _units(
-    paragraphs: list[Paragraph], chunk_size: int, chunk_overlap: int, count: _Counter
+    paragraphs: list[Paragraph], chunk_size: int, chunk_overlap: int, count: TokenCounter
 ) -> tuple[list[_Unit], list[tuple[str, str]]]:
     """Paragraphs as units of at most chunk_size tokens, and the heading path and sheet of each section number."""
     limit = chunk_size - chunk_overlap
@@ -262,7 +258,7 @@ def _units(
         if not paths or paths[-1] != (paragraph.heading_path, paragraph.sheet):
             paths.append((paragraph.heading_path, paragraph.sheet))
         section = len(paths) - 1
-        blocks = _blocks(text)
+        blocks = split_blocks(text)
         tokens = count(text)
         if tokens == 0:  # zero-width characters and the like: nothing to embed
             continue
@@ -273,10 +269,10 @@ def _units(
         separator = "\n\n"
         for kind, block in blocks:
             if kind == "prose":
-                pieces = _segments(block, limit, char_limit, count)
+                pieces = segments(block, limit, char_limit, count)
                 joiner = ""
             else:
-                pieces = _wrapped_pieces(kind, block, limit, char_limit, count)
+                pieces = wrapped_pieces(kind, block, limit, char_limit, count)
                 joiner = "\n"
             for piece in pieces:
                 units.extend(
@@ -296,154 +292,21 @@ def _bounded(
     divisible: bool,
     limit: int,
     char_limit: int,
-    count: _Counter,
+    count: TokenCounter,
     page: int | None,
 ) -> list[_Unit]:
     """The unit for ``text``, or, should it still be over the limit, its pieces cut by characters."""
     tokens = count(text)
     if tokens <= limit and len(text) <= char_limit:
         return [_Unit(text, tokens, section, separator, divisible, page)]
-    pieces = _hard_split(text, limit, char_limit, count)
+    pieces = hard_split(text, limit, char_limit, count)
     return [
         _Unit(piece, count(piece), section, separator if position == 0 else "", divisible, page)
         for position, piece in enumerate(pieces)
     ]
 
 
-def _fence_marker(line: str) -> str:
-    opening = _FENCE.match(line)
-    if opening and not (opening.group(1)[0] == "`" and "`" in line.strip()[len(opening.group(1)) :]):
-        return opening.group(1)
-    return ""
-
-
-def _closes(line: str, marker: str) -> bool:
-    stripped = line.strip()
-    return (
-        len(stripped) >= len(marker) and set(stripped) == {marker[0]} and len(line) - len(line.lstrip()) < 4
-    )
-
-
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """A paragraph as ("prose" | "fence" | "table", text) blocks in order."""
-    blocks: list[tuple[str, str]] = []
-    current: list[str] = []
-    current_kind = ""
-    lines = text.split("\n")
-    position = 0
-    while position < len(lines):
-        line = lines[position]
-        marker = _fence_marker(line)
-        if marker:
-            if current:
-                blocks.append((current_kind, "\n".join(current)))
-                current, current_kind = [], ""
-            end = position + 1
-            while end < len(lines) and not _closes(lines[end], marker):
-                end += 1
-            blocks.append(("fence", "\n".join(lines[position : end + 1])))
-            position = end + 1
-            continue
-        kind = "table" if line.lstrip().startswith("|") else "prose"
-        if current and kind != current_kind:
-            blocks.append((current_kind, "\n".join(current)))
-            current = []
-        current_kind = kind
-        current.append(line)
-        position += 1
-    if current:
-        blocks.append((current_kind, "\n".join(current)))
-    return blocks
-
-
-# Lossless cuts: each pattern matches the end of a piece, spaces included, so "".join(pieces) == text.
-_SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)\"'\]]*\s*|[.!?]+[”’)\"'\]]*\s+")
-_LINE_END = re.compile(r"\n")
-_CLAUSE_END = re.compile(r"[，、：]\s*|[,;:]\s+")
-_SPACE = re.compile(r"\s+")
-_CUTS = (_SENTENCE_END, _LINE_END, _CLAUSE_END, _SPACE)
-
-
-def _cut(text: str, pattern: re.Pattern) -> list[str]:
-    ends = [match.end() for match in pattern.finditer(text) if 0 < match.end() < len(text)]
-    bounds = [0, *ends, len(text)]
-    return [text[start:end] for start, end in zip(bounds, bounds[1:], strict=False) if end > start]
-
-
-def _segments(text: str, limit: int, char_limit: int, count: _Counter, level: int = 0) -> list[str]:
-    """Lossless pieces of prose within the limits: sentences, then lines, clauses, words, characters."""
-    if len(text) <= char_limit and count(text) <= limit:
-        return [text]
-    if level == len(_CUTS):
-        return _hard_split(text, limit, char_limit, count)
-    pieces = _cut(text, _CUTS[level])
-    if len(pieces) == 1:
-        return _segments(text, limit, char_limit, count, level + 1)
-    return [segment for piece in pieces for segment in _segments(piece, limit, char_limit, count, level + 1)]
-
-
-def _hard_split(text: str, limit: int, char_limit: int, count: _Counter) -> list[str]:
-    """Lossless pieces of at most ``limit`` tokens, each the longest prefix found by bisection (at least 1 char)."""
-    pieces = []
-    rest = text
-    while rest:
-        if len(rest) <= char_limit and count(rest) <= limit:
-            pieces.append(rest)
-            break
-        low, high = 1, min(len(rest), char_limit)
-        while low < high:  # every accepted length was counted, so the piece is within the limit
-            middle = (low + high + 1) // 2
-            if count(rest[:middle]) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        pieces.append(rest[:low])
-        rest = rest[low:]
-    return pieces
-
-
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
-
-
-def _wrapped_pieces(kind: str, block: str, limit: int, char_limit: int, count: _Counter) -> list[str]:
-    """An oversized code block or table cut between lines; every piece is a whole block again.
-
-    Code pieces get the opening and closing fence lines, table pieces the header row and its rule.
-    """
-    lines = block.split("\n")
-    if kind == "fence":
-        marker = _fence_marker(lines[0])
-        closed = len(lines) > 1 and _closes(lines[-1], marker)
-        opening = lines[0] if count(lines[0]) <= limit // 4 else marker  # an absurd info string goes
-        head, body, foot = [opening], lines[1 : -1 if closed else None], [lines[-1] if closed else marker]
-    else:
-        has_rule = len(lines) > 2 and _TABLE_RULE.match(lines[1]) is not None
-        head, body, foot = (lines[:2] if has_rule else []), lines[2 if has_rule else 0 :], []
-    wrapper = "\n".join(head + foot)
-    budget = limit - count(wrapper)
-    char_budget = char_limit - len(wrapper) - 2
-    if budget < limit // 2 or char_budget < char_limit // 2:  # a header larger than the rows: cut as text
-        return _segments(block, limit, char_limit, count, level=1)
-    rows: list[str] = []
-    for line in body:  # a line over the budget (minified code, a giant cell) is cut into several lines
-        rows.extend(_segments(line, budget, char_budget, count, level=3) if line else [line])
-    pieces: list[str] = []
-    group: list[str] = []
-    tokens = chars = 0
-    for row in rows:
-        row_tokens = count(row)
-        if group and (tokens + row_tokens > budget or chars + len(row) + 1 > char_budget):
-            pieces.append("\n".join(head + group + foot))
-            group, tokens, chars = [], 0, 0
-        group.append(row)
-        tokens += row_tokens
-        chars += len(row) + 1
-    if group:
-        pieces.append("\n".join(head + group + foot))
-    return pieces
-
-
-def _overlap(previous: list[_Unit], budget: int, char_budget: int, count: _Counter) -> list[_Unit]:
+def _overlap(previous: list[_Unit], budget: int, char_budget: int, count: TokenCounter) -> list[_Unit]:
     """The end of the previous chunk within the budgets, as units (the first may be a suffix of a unit)."""
     picked: list[_Unit] = []
     tokens = chars = 0
@@ -461,11 +324,11 @@ def _overlap(previous: list[_Unit], budget: int, char_budget: int, count: _Count
     return picked[::-1]
 
 
-def _suffix(text: str, room: int, char_room: int, wanted: int, count: _Counter) -> str:
+def _suffix(text: str, room: int, char_room: int, wanted: int, count: TokenCounter) -> str:
     """Whole trailing sentences of ``text`` that fit; if they give fewer than ``wanted`` tokens, more characters."""
     if room <= 0 or char_room <= 0:
         return ""
-    sentences = _cut(text, _SENTENCE_END)
+    sentences = cut(text, SENTENCE_END)
     start = len(sentences)
     used = chars = 0
     while start > 0:
@@ -482,7 +345,7 @@ def _suffix(text: str, room: int, char_room: int, wanted: int, count: _Counter) 
     return (partial + whole).strip()
 
 
-def _tail_chars(text: str, room: int, char_room: int, count: _Counter) -> str:
+def _tail_chars(text: str, room: int, char_room: int, count: TokenCounter) -> str:
     """The longest suffix of ``text`` within the limits (by bisection), not starting inside a Latin word."""
     low, high = max(0, len(text) - char_room), len(text)
     while low < high:  # smallest start whose suffix fits; every accepted start was counted
