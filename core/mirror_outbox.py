@@ -89,6 +89,7 @@ class _DrainOnCommit:
 
     def __init__(self) -> None:
         self.ids: dict[str, dict[str, None]] = {}  # kind -> ids in first-seen order, each once
+        self.ran = False
 
     def add(self, kind: str, ids: list[str]) -> None:
         self.ids.setdefault(kind, {}).update(dict.fromkeys(ids))
@@ -96,6 +97,8 @@ class _DrainOnCommit:
     def __call__(self) -> None:
         from core.dispatch import dispatch
         from core.tasks import drain_mirror_outbox
+
+        self.ran = True
 
         inline = {kind: list(ids) for kind, ids in self.ids.items() if _writers[kind].inline}
         later = [kind for kind in self.ids if kind not in inline]
@@ -109,9 +112,12 @@ class _DrainOnCommit:
 def _drain_on_commit(kind: str, ids: list[str]) -> None:
     connection = transaction.get_connection()
     if connection.in_atomic_block:
-        # run_on_commit holds (savepoint ids, callback, robust) for the callbacks registered so far.
-        for _savepoints, callback, _robust in connection.run_on_commit:
-            if isinstance(callback, _DrainOnCommit):
+        # run_on_commit holds (savepoint ids, callback, robust) for the callbacks registered so far. One drain per
+        # transaction: join the one registered in this block or one enclosing it (a test's captured callbacks
+        # stay listed after they ran, and a test's transaction never commits, so only those are joined).
+        current = set(connection.savepoint_ids)
+        for savepoints, callback, _robust in connection.run_on_commit:
+            if isinstance(callback, _DrainOnCommit) and not callback.ran and savepoints <= current:
                 callback.add(kind, ids)
                 return
     batch = _DrainOnCommit()

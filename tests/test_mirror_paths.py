@@ -173,9 +173,9 @@ def test_a_chunk_deleted_by_any_path_loses_its_point_in_one_delete_per_transacti
 
 def test_the_sweep_mirrors_a_chunk_edit_made_while_the_vector_store_was_down(user, settings):
     from core import hybrid
+    from core.tasks import sweep_mirror_outbox
     from core.text import sparse_query_vector
     from core.vectorstore import SparseVector
-    from core.tasks import sweep_mirror_outbox
 
     accepted = document_create_from_text(
         user=user, text=GUIDE, title="guide", chunk_size=50, chunk_overlap=0, background=False
