@@ -31,7 +31,7 @@ from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from core.models import MirrorOutbox
+from core.models import MirrorOutbox, MirrorState
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +129,11 @@ def _drain_on_commit(kind: str, ids: list[str]) -> None:
 class Drained:
     written: int = 0  # rows written or deleted (one per row however many entries it had)
     failed: list[str] = field(default_factory=list)  # kinds whose store refused; their entries stay
+    errors: dict[str, str] = field(default_factory=dict)  # why, by kind
+
+    def fail(self, kind: str, error: str) -> None:
+        self.failed.append(kind)
+        self.errors[kind] = error
 
 
 def drain(*, only: dict[str, list[str]] | None = None, kinds: Sequence[str] | None = None) -> Drained:
@@ -160,14 +165,19 @@ def _drain_scope(scope: Q, result: Drained) -> None:
         done = []
         for kind in [kind for kind in _writers if kind in by_kind]:
             ids = list(by_kind[kind])
-            if _writers[kind].needs in result.failed:
-                result.failed.append(kind)
+            needed = _writers[kind].needs
+            if needed in result.errors:
+                # Not tried: they show why until the retry (the store is most likely down for them too).
+                _writers[kind].unsynced().model.objects.filter(pk__in=ids).update(
+                    mirror_state=MirrorState.FAILED, mirror_error=result.errors[needed]
+                )
+                result.fail(kind, result.errors[needed])
                 continue
             try:
                 _writers[kind].write(ids)
             except Exception as exc:
                 logger.warning("mirror outbox: %d %s rows left for the retry: %s", len(ids), kind, exc)
-                result.failed.append(kind)
+                result.fail(kind, (str(exc) or exc.__class__.__name__)[:2000])
                 continue
             result.written += len(ids)
             done.append(kind)
