@@ -103,7 +103,12 @@ class _DrainOnCommit:
         inline = {kind: list(ids) for kind, ids in self.ids.items() if _writers[kind].inline}
         later = [kind for kind in self.ids if kind not in inline]
         if inline:
-            failed = drain(only=inline).failed
+            try:
+                failed = drain(only=inline).failed
+            except Exception:
+                # The database itself (locked, gone): the caller's write has committed and must not fail now.
+                logger.exception("mirror outbox: the drain after a commit failed")
+                failed = list(inline)
             later += [kind for kind in failed if kind not in later]  # retried with backoff by the task
         if later:
             dispatch(drain_mirror_outbox, kinds=later)
@@ -132,7 +137,8 @@ class Drained:
     errors: dict[str, str] = field(default_factory=dict)  # why, by kind
 
     def fail(self, kind: str, error: str) -> None:
-        self.failed.append(kind)
+        if kind not in self.failed:
+            self.failed.append(kind)
         self.errors[kind] = error
 
 
