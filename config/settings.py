@@ -200,8 +200,8 @@ MNEMO_WORKERS = env_int("MNEMO_WORKERS", 2, minimum=1)
 # Request threads that may search or write memories at once (core/cpu_slots.py); the others wait their turn.
 MNEMO_CPU_SLOTS = env_int("MNEMO_CPU_SLOTS", os.cpu_count() or 1, minimum=1)
 MNEMO_TASKS_EAGER = False  # tests run tasks inline in the calling thread
-# Rows whose mirror write failed (the vector store was down longer than a task's retries) are swept up this
-# often: by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
+# The mirror outbox is swept this often (core/mirror_outbox.py: what a crash or a store down longer than a task's
+# retries left): by a thread of the serving process in embedded mode, by `celery -A config beat` in production.
 MNEMO_MIRROR_SWEEP_SECONDS = env_float("MNEMO_MIRROR_SWEEP_SECONDS", 30.0, minimum=0.1)
 # Each vector mirror is compared with its rows this often; missing or damaged points are left for the sweeps
 # (core/mirrors.py): a vector store deleted or damaged under a running server mends itself.
@@ -215,8 +215,7 @@ MNEMO_PLANNER_STATS_SECONDS = 60.0
 MNEMO_ACCESS_LOG_DAYS = env_int("MNEMO_ACCESS_LOG_DAYS", 90, minimum=0)
 MNEMO_ACCESS_LOG_PRUNE_SECONDS = 3600.0
 CELERY_BEAT_SCHEDULE = {
-    "mirror-sweep": {"task": "memories.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
-    "chunk-mirror-sweep": {"task": "knowledge.sync_unsynced", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
+    "mirror-sweep": {"task": "core.sweep_mirror_outbox", "schedule": MNEMO_MIRROR_SWEEP_SECONDS},
     "mirror-check": {"task": "core.check_mirrors", "schedule": MNEMO_MIRROR_CHECK_SECONDS},
     "resume-stalled-documents": {"task": "knowledge.resume_stalled", "schedule": MNEMO_RESUME_SWEEP_SECONDS},
     "planner-statistics": {

@@ -15,18 +15,18 @@ from core.tasks import (  # noqa: E402
     check_mirrors,
     optimize_vectors_when_quiet,
     refresh_planner_statistics,
+    sweep_mirror_outbox,
 )
 from knowledge.services import documents_resume_stalled  # noqa: E402
-from knowledge.tasks import resume_stalled_documents, sync_unsynced_chunks  # noqa: E402
-from memories.tasks import prune_access_log, sync_unsynced_memories  # noqa: E402
+from knowledge.tasks import resume_stalled_documents  # noqa: E402
+from memories.tasks import prune_access_log  # noqa: E402
 
 # Before gunicorn's worker accepts its first connection: the first requests take what later ones do.
 warm_up()
 
 start_background_work(
     periodic=[
-        (sync_unsynced_memories, settings.MNEMO_MIRROR_SWEEP_SECONDS),
-        (sync_unsynced_chunks, settings.MNEMO_MIRROR_SWEEP_SECONDS),
+        (sweep_mirror_outbox, settings.MNEMO_MIRROR_SWEEP_SECONDS),
         (check_mirrors, settings.MNEMO_MIRROR_CHECK_SECONDS),
         (resume_stalled_documents, settings.MNEMO_RESUME_SWEEP_SECONDS),
         (refresh_planner_statistics, settings.MNEMO_PLANNER_STATS_SECONDS),

@@ -25,7 +25,6 @@ _pool_lock = threading.Lock()
 _pending: set[Future] = set()
 LOCAL_MAX_RETRIES = 6
 LOCAL_BACKOFF_SECONDS = 2.0
-BATCH_SIZE = 500  # items per task started by dispatch_batch_on_commit
 
 
 def uses_celery() -> bool:
@@ -100,46 +99,6 @@ def dispatch_later(task: Task, delay_seconds: float, *args: Any, **kwargs: Any) 
 def dispatch_on_commit(task: Task, *args: Any, **kwargs: Any) -> None:
     """Start `task` once the current transaction commits, so the worker reads the committed row."""
     transaction.on_commit(partial(dispatch, task, *args, **kwargs))
-
-
-class _Batch:
-    """The items a transaction collected for one task; called once on commit, it starts the task with them."""
-
-    def __init__(self, task: Task):
-        self.task = task
-        self.items: dict[str, dict[str, None]] = {}  # keyword -> items in first-seen order, each once
-
-    def add(self, items: dict[str, str]) -> None:
-        for keyword, item in items.items():
-            self.items.setdefault(keyword, {})[item] = None
-
-    def __call__(self) -> None:
-        # Several tasks for a big batch keep each broker message small; each one is idempotent anyway.
-        lists = {keyword: list(items) for keyword, items in self.items.items()}
-        longest = max(map(len, lists.values()), default=0)
-        for start in range(0, longest, BATCH_SIZE):
-            dispatch(self.task, **{k: v[start : start + BATCH_SIZE] for k, v in lists.items()})
-
-
-def dispatch_batch_on_commit(task: Task, using: str | None = None, **items: str) -> None:
-    """Collect `items` for `task` until the current transaction commits, then start `task` once with each keyword
-    bound to the list of its items (each item once). Outside a transaction the task starts at once.
-
-    Deleting a document (or a user) deletes hundreds of rows in one transaction; their mirrors are updated by one
-    task and one store call instead of one each. A rolled-back transaction drops its batch with its other
-    on-commit callbacks; an item added inside a savepoint that rolls back stays in the batch, which is harmless
-    because the task re-reads the rows.
-    """
-    connection = transaction.get_connection(using)
-    if connection.in_atomic_block:
-        # run_on_commit holds (savepoint ids, callback, robust) for the callbacks registered so far.
-        for _savepoints, callback, _robust in connection.run_on_commit:
-            if isinstance(callback, _Batch) and callback.task is task:
-                callback.add(items)
-                return
-    batch = _Batch(task)
-    batch.add(items)
-    transaction.on_commit(batch, using=using)
 
 
 def start_periodic(task: Task, every_seconds: float) -> threading.Event:

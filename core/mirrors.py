@@ -9,7 +9,7 @@ collection it mirrors and the rows that must have a point in it (marked synced, 
   check runs it with a small sample on every call.
 - check_all(), every MNEMO_MIRROR_CHECK_SECONDS (Celery beat in production), compares every row's id with the
   store's and a larger sample of vectors, logs which mirror is behind and marks the rows whose points are missing
-  or damaged pending, for the mirror sweeps to write again. A collection whose files cannot be read at all is
+  or damaged pending, for the mirror sweep to write again. A collection whose files cannot be read at all is
   rebuilt the same way: dropped, and every row marked pending.
 - `resync_mirrors` checks every point's vectors and repairs what it finds at once (console/management/commands).
 
@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 
-from core import hybrid, stores
+from core import hybrid, mirror_outbox, stores
+from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import VectorStoreDamaged, VectorStoreError, damage
 
@@ -45,7 +46,7 @@ class VectorMirror:
     collection: str
     store: Callable[[], "VectorStore"]  # the store, with the collection created (repairs write to it)
     mirrored_rows: Callable[[], QuerySet]  # the rows whose points must be in the store now
-    mark_pending: Callable[[list[str], str], int]  # rows to write again (by the sweeps), with the reason
+    mark_pending: Callable[[list[str], str], int]  # rows to write again (by the sweep), with the reason
     write: Callable[[list[str]], object]  # rows to write again now (resync_mirrors), by id
 
 
@@ -54,6 +55,34 @@ _registry: dict[str, VectorMirror] = {}
 
 def register(mirror: VectorMirror) -> None:
     _registry[mirror.name] = mirror
+
+
+def register_vector_mirror(
+    *,
+    name: str,
+    kind: str,
+    collection: str,
+    store: Callable[[], "VectorStore"],
+    mirrored_rows: Callable[[], QuerySet],
+    unsynced: Callable[[], QuerySet],
+    write: Callable[[list[str]], object],
+    inline: bool = False,
+) -> None:
+    """An app's vector mirror, in both places that use it: the mirror outbox, which writes its rows through `write`
+    (core.mirror_outbox), and the checks here. Rows the checks find missing or damaged are marked pending and given
+    an outbox entry, for the sweep to write again."""
+    mirror_outbox.register(mirror_outbox.Writer(kind=kind, write=write, unsynced=unsynced, inline=inline))
+
+    def mark_pending(ids: list[str], reason: str) -> int:
+        marked = (
+            mirrored_rows()
+            .model.objects.filter(pk__in=ids)
+            .update(mirror_state=MirrorState.PENDING, mirror_error=reason)
+        )
+        mirror_outbox.enqueue(kind, ids, drain_on_commit=False)
+        return marked
+
+    register(VectorMirror(name, collection, store, mirrored_rows, mark_pending, write))
 
 
 def registered() -> list[VectorMirror]:
@@ -129,7 +158,7 @@ def compare(mirror: VectorMirror, ids: Iterable[str] | None = None, *, sample: i
 
 def check(mirror: VectorMirror) -> Drift:
     """The periodic check of one mirror: every row's id against the store's, a sample of vectors; what is
-    missing or damaged is marked for the sweeps to write again, an unreadable collection rebuilt."""
+    missing or damaged is marked for the sweep to write again, an unreadable collection rebuilt."""
     drift = compare(mirror, sample=PERIODIC_SAMPLE)
     if drift.unreadable:
         return rebuild(mirror, drift)
@@ -160,7 +189,7 @@ def check(mirror: VectorMirror) -> Drift:
 
 
 def rebuild(mirror: VectorMirror, drift: Drift) -> Drift:
-    """Drop a collection whose files cannot be read and mark every row it mirrors pending (the sweeps, or
+    """Drop a collection whose files cannot be read and mark every row it mirrors pending (the sweep, or
     `resync_mirrors`, write them again)."""
     logger.error("mirror check: %s; rebuilding it from the database", drift.describe())
     hybrid.rebuild_collection(mirror.collection)

@@ -160,3 +160,27 @@ class SubjectChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.staff} {self.method} {self.path} on {self.subject}'s data ({self.status})"
+
+
+class MirrorOutbox(models.Model):
+    """One mirrored row to write to its store again (core.mirror_outbox): added in the transaction that changes the
+    row, deleted by the drain once the store matches the row. The entry says which row, not what to do: the drain
+    re-reads the row, so an entry for a row deleted since becomes a delete, and several entries for one row are one
+    write."""
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(
+        max_length=16
+    )  # the mirror that writes it: "memory", "chunk", "entity", "relation"
+    object_id = models.CharField(max_length=36)  # the row's UUID: its point id or node id
+    created_at = models.DateTimeField(default=timezone.now)
+    # A drain working on the entry: other drains leave every entry of the same row alone until the lease ends (a
+    # drain that died mid-way gives its entries back then).
+    claim = models.CharField(max_length=32, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "object_id"], name="mirroroutbox_kind_object")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id}"

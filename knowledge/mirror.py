@@ -1,18 +1,22 @@
-"""The chunks' vector mirror: their collection and payload, writing chunks again by re-reading their rows, and,
-for the mirror checks (core.mirrors), which rows must have a point and how many of a user's passages a search
-would miss. Ingestion (knowledge.ingest) writes a document's points together with its rows."""
+"""The chunks' vector mirror: their collection and payload, writing chunks again by re-reading their rows (the
+mirror outbox, core.mirror_outbox, drains them through sync_chunks), and, for the mirror checks (core.mirrors),
+which rows must have a point and how many of a user's passages a search would miss. Ingestion (knowledge.ingest)
+writes a document's points together with its rows."""
 
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from uuid import UUID
 
 from django.utils import timezone
 
-from core import hybrid, stores
+from core import hybrid, mirror_outbox, stores
 from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import VectorStore, VectorStoreError
 from knowledge.models import Chunk, DocumentStatus
 
 COLLECTION = "chunks"
+KIND = "chunk"  # its entries in the mirror outbox
 KEYWORD_FIELDS = ("user_id", "namespace", "document_id")
 FLOAT_FIELDS = ("ordinal",)
 
@@ -21,12 +25,12 @@ def chunk_store() -> VectorStore:
     return hybrid.collection_store(COLLECTION, keyword_fields=KEYWORD_FIELDS, float_fields=FLOAT_FIELDS)
 
 
-def sync_chunks(chunk_ids: list[str]) -> None:
+def sync_chunks(chunk_ids: Sequence[str]) -> None:
     """Mirror chunks by re-reading their rows (edits on the page, the API or the admin); chunks that are gone or
     disabled lose their points.
 
-    On a failure the chunks still there are marked failed with the reason, for the sweep, and the error is raised
-    for the task to retry."""
+    On a failure the chunks still there are marked failed with the reason and the error is raised: their outbox
+    entries stay for the retry and the sweep."""
     rows = list(Chunk.objects.filter(pk__in=chunk_ids, document__status=DocumentStatus.READY))
     live_ids = [chunk.pk for chunk in rows]
     chunks = [chunk for chunk in rows if chunk.enabled]
@@ -48,12 +52,15 @@ def sync_chunks(chunk_ids: list[str]) -> None:
     )
 
 
-def unsynced_chunk_ids(limit: int) -> list[str]:
+def unsynced_chunks():
     """Chunks of ready documents whose last mirror write failed or never happened."""
-    unsynced = Chunk.objects.filter(document__status=DocumentStatus.READY).exclude(
+    return Chunk.objects.filter(document__status=DocumentStatus.READY).exclude(
         mirror_state=MirrorState.SYNCED
     )
-    return [str(pk) for pk in unsynced.values_list("pk", flat=True)[:limit]]
+
+
+def unsynced_chunk_ids(limit: int) -> list[str]:
+    return [str(pk) for pk in unsynced_chunks().values_list("pk", flat=True)[:limit]]
 
 
 def chunk_payload(chunk: Chunk) -> dict:
@@ -74,26 +81,26 @@ def mirrored_rows():
     return Chunk.objects.active().filter(mirror_state=MirrorState.SYNCED)
 
 
-def mark_pending(chunk_ids: list[str], reason: str) -> int:
-    """Leave chunks for the chunk mirror sweep to write again."""
-    return Chunk.objects.filter(pk__in=chunk_ids).update(
-        mirror_state=MirrorState.PENDING, mirror_error=reason
-    )
-
-
 def register() -> None:
+    """The mirror outbox drains chunks through sync_chunks, in the background; the mirror checks (core.mirrors)
+    compare the collection with mirrored_rows."""
     from core import mirrors
 
-    mirrors.register(
-        mirrors.VectorMirror(
-            name="knowledge chunks",
-            collection=COLLECTION,
-            store=chunk_store,
-            mirrored_rows=mirrored_rows,
-            mark_pending=mark_pending,
-            write=sync_chunks,
-        )
+    mirrors.register_vector_mirror(
+        name="knowledge chunks",
+        kind=KIND,
+        collection=COLLECTION,
+        store=chunk_store,
+        mirrored_rows=mirrored_rows,
+        unsynced=unsynced_chunks,
+        write=sync_chunks,
     )
+
+
+def enqueue(chunk_ids: Iterable[UUID | str]) -> None:
+    """Mirror these chunks once the caller's transaction commits (a save or delete enqueues its row itself:
+    knowledge.signals)."""
+    mirror_outbox.enqueue(KIND, chunk_ids)
 
 
 def missing_points(user, namespaces: list[str]) -> int:

@@ -1,24 +1,23 @@
 """The one place that decides when a chunk's vector is written or deleted after ingestion.
 
 Ingestion writes chunks in bulk with their points (no signals). Afterwards any save or delete by any path (the
-admin, a queryset, the cascade from its document or user) adds the chunk's id to its transaction's batch, and one
-task per batch re-reads those chunks on commit (core.dispatch.dispatch_batch_on_commit): deleting a document of
-300 chunks is one delete call to the vector store.
+admin, a queryset, the cascade from its document or user) adds the chunk to the mirror outbox in its transaction,
+and one drain after the commit writes or deletes a transaction's chunks together (core.mirror_outbox): deleting a
+document of 300 chunks is one delete call to the vector store.
 """
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from core.dispatch import dispatch_batch_on_commit
 from core.files import delete_file_on_commit
+from knowledge import mirror
 from knowledge.models import Chunk, Document
-from knowledge.tasks import sync_chunks_task
 
 
 @receiver([post_save, post_delete], sender=Chunk, dispatch_uid="knowledge.mirror_chunk")
 def mirror_chunk(sender, instance: Chunk, raw: bool = False, **kwargs) -> None:
-    if not raw:
-        dispatch_batch_on_commit(sync_chunks_task, chunk_ids=str(instance.pk))
+    if not raw:  # loading fixtures: resync_mirrors covers them
+        mirror.enqueue([instance.pk])
 
 
 @receiver(post_delete, sender=Document, dispatch_uid="knowledge.delete_file")

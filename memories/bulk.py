@@ -25,12 +25,11 @@ from core.files import files_kept
 from core.limits import InputRejected
 from core.models import MirrorState
 from knowledge.models import Document
-from memories import curation
+from memories import curation, mirror
 from memories.actions.edit import index_facts, memory_update
 from memories.actions.forgetting import memories_delete
 from memories.actions.rules import GRAPH_TYPES
 from memories.entity_links import link_entities
-from memories.mirror import mirror_on_commit
 from memories.models import EditVia, Memory, MemoryEdit, MemoryType
 
 MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
@@ -158,7 +157,7 @@ def memories_set_fields(
     # bulk_update sends no save signal; the explicit mirror below is the one that syncs these rows.
     Memory.objects.bulk_update(changed, [*fields, "mirror_state", "updated_at"], batch_size=500)
     MemoryEdit.objects.bulk_create(edits)
-    mirror_on_commit(before)
+    mirror.enqueue(before)
     return before
 
 
@@ -254,7 +253,7 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
     for memory in memories:
         if memory.memory_type in GRAPH_TYPES:
             link_entities(memory)
-    mirror_on_commit([m.pk for m in memories])
+    mirror.enqueue([m.pk for m in memories])
     return len(memories)
 
 

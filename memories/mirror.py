@@ -1,28 +1,27 @@
 """The vector mirror of memories: a pure function of the row, written and deleted by primary key.
 
-Only active memories are mirrored; an archived or deleted memory has no point. Running a sync twice leaves one
-point with the same payload, so every path (the service right after commit, the signal's background task,
-`resync_mirrors`) may sync the same rows without harm.
+Only active memories are mirrored; an archived or deleted memory has no point. A change reaches the store through
+the mirror outbox (core.mirror_outbox): a save or delete by any path adds an entry in its transaction
+(memories.signals), a bulk write calls enqueue() itself, and the drain right after the commit writes the memories in
+the committing thread, so a memory is searchable as soon as the call that wrote it returns (read-your-writes).
+Running a sync twice leaves one point with the same payload, so the drain, the sweep and `resync_mirrors` may sync
+the same rows without harm.
 """
 
-import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 from uuid import UUID
 
-from django.db import transaction
 from django.utils import timezone
 
-from core import hybrid, stores
+from core import hybrid, mirror_outbox, stores
 from core.models import MirrorState
 from core.text import without_paths
 from core.vectorstore import Point, VectorStore, VectorStoreError
 from memories.models import CHAT_ORIGIN, Memory
 
-logger = logging.getLogger(__name__)
-
 COLLECTION = "memories"
+KIND = "memory"  # its entries in the mirror outbox
 # Far-future expiry for memories without a TTL, so one range filter covers every type.
 NEVER_EXPIRES = 4_102_444_800.0  # 2100-01-01
 ORIGIN = "origin"  # payload: CHAT_ORIGIN on the working-memory copies of chat messages, absent on the others
@@ -42,27 +41,35 @@ def mirrored_rows():
     return Memory.objects.filter(archived_at=None, mirror_state=MirrorState.SYNCED)
 
 
-def mark_pending(memory_ids: list[str], reason: str) -> int:
-    """Leave memories for the mirror sweep to write again."""
-    return Memory.objects.filter(pk__in=memory_ids).update(
-        mirror_state=MirrorState.PENDING, mirror_error=reason
-    )
-
-
 def register() -> None:
-    """Let the mirror checks (core.mirrors: health, the periodic check, resync_mirrors) compare this mirror."""
+    """The mirror outbox drains memories through sync_memories, in the committing thread; the mirror checks
+    (core.mirrors: health, the periodic check, resync_mirrors) compare the collection with mirrored_rows."""
     from core import mirrors
 
-    mirrors.register(
-        mirrors.VectorMirror(
-            name="memories",
-            collection=COLLECTION,
-            store=memory_store,
-            mirrored_rows=mirrored_rows,
-            mark_pending=mark_pending,
-            write=sync_memories,
-        )
+    mirrors.register_vector_mirror(
+        name="memories",
+        kind=KIND,
+        collection=COLLECTION,
+        store=memory_store,
+        mirrored_rows=mirrored_rows,
+        unsynced=lambda: Memory.objects.exclude(mirror_state=MirrorState.SYNCED),
+        write=sync_memories,
+        inline=True,
     )
+
+
+def enqueue(memory_ids: Iterable[UUID | str]) -> None:
+    """Mirror these memories once the caller's transaction commits: for writes that send no save signal
+    (bulk_create, bulk_update); a save() or delete() enqueues its row itself (memories.signals)."""
+    mirror_outbox.enqueue(KIND, memory_ids)
+
+
+def save_unmirrored(memory: Memory, fields: list[str]) -> None:
+    """Save fields the vector payload does not hold (a repeat's count, a superseded fact's end): an update, which
+    sends no save signal, so the memory is not embedded and written again for nothing."""
+    memory.updated_at = timezone.now()
+    values = {name: getattr(memory, name) for name in fields}
+    Memory.objects.filter(pk=memory.pk).update(**values, updated_at=memory.updated_at)
 
 
 # A point written since the store's last count may not be counted yet (VectorStore.COUNT_MAX_AGE).
@@ -112,13 +119,15 @@ def sync_memories(memory_ids: Sequence[str]) -> int:
     """Upsert the active memories among `memory_ids` and delete the points of the others; returns upserts.
 
     On a vector-store failure the rows are marked failed with the reason and the error is raised, so a caller
-    that can retry (the background task) does.
+    that can retry (the outbox drain) does.
     """
     ids = [str(memory_id) for memory_id in memory_ids]
     if not ids:
         return 0
-    memories = [m for m in Memory.objects.filter(pk__in=ids) if is_mirrored(m)]
+    rows = list(Memory.objects.filter(pk__in=ids))
+    memories = [m for m in rows if is_mirrored(m)]
     live_ids = {str(m.pk) for m in memories}
+    archived_ids = {str(m.pk) for m in rows if not is_mirrored(m)}
     started = timezone.now()
     try:
         store = memory_store()
@@ -133,8 +142,9 @@ def sync_memories(memory_ids: Sequence[str]) -> int:
             mirror_state=MirrorState.FAILED, mirror_error=message[:2000]
         )
         raise
-    # Rows edited while we embedded keep their pending state: the task their edit enqueued syncs them again.
-    Memory.objects.filter(pk__in=live_ids, updated_at__lte=started).update(
+    # Rows edited while we embedded keep their pending state: the entry their edit added syncs them again. An
+    # archived row is synced too once its point is gone, so the sweep does not take it up again.
+    Memory.objects.filter(pk__in=live_ids | archived_ids, updated_at__lte=started).update(
         mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
     )
     return len(memories)
@@ -143,34 +153,3 @@ def sync_memories(memory_ids: Sequence[str]) -> int:
 def _points(memories: list[Memory]) -> list[Point]:
     vectors = stores.embedding_set().embed_documents([m.content for m in memories])
     return hybrid.points([(str(m.pk), m.content, payload(m)) for m in memories], vectors)
-
-
-def try_sync_memories(memory_ids: Sequence[str]) -> bool:
-    """Sync now for read-your-writes; on failure leave the rows pending/failed for the background retry."""
-    try:
-        sync_memories(memory_ids)
-    except VectorStoreError as exc:
-        logger.warning("vector mirror unavailable, %d memories left for retry: %s", len(memory_ids), exc)
-        return False
-    except Exception:
-        logger.exception("vector mirror failed for %d memories", len(memory_ids))
-        return False
-    return True
-
-
-def save_mirrored(memory: Memory, **kwargs: Any) -> None:
-    """Save a memory that the write mirrors itself right after the commit (read-your-writes), so the save
-    signal does not queue a second mirror task that would embed and write the same vector again."""
-    memory.mirrored_by_service = True
-    try:
-        memory.save(**kwargs)
-    finally:
-        del memory.mirrored_by_service
-
-
-def mirror_on_commit(memory_ids: Iterable[UUID | str]) -> None:
-    """Mirror these memories right after the transaction commits, inside the caller's request (read-your-writes);
-    if the store is down they stay marked for the sweep."""
-    ids = [str(memory_id) for memory_id in memory_ids]
-    if ids:
-        transaction.on_commit(lambda: try_sync_memories(ids))

@@ -99,51 +99,6 @@ def test_dispatch_on_commit_drops_the_task_on_rollback(settings, tmp_path):
     assert not marker.exists()
 
 
-batches: list[dict] = []
-
-
-@shared_task(name="tests.collect")
-def collect(**items) -> None:
-    batches.append(items)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_transaction_batches_its_items_into_one_task_each_once(settings):
-    batches.clear()
-    with transaction.atomic():
-        for item in ("a", "b", "a"):
-            dispatch.dispatch_batch_on_commit(collect, letters=item)
-        dispatch.dispatch_batch_on_commit(collect, digits="1")
-        with transaction.atomic():  # a savepoint joins the outer batch
-            dispatch.dispatch_batch_on_commit(collect, letters="c")
-        assert batches == []
-    assert batches == [{"letters": ["a", "b", "c"], "digits": ["1"]}]
-
-    batches.clear()
-    with pytest.raises(RuntimeError), transaction.atomic():
-        dispatch.dispatch_batch_on_commit(collect, letters="never")
-        raise RuntimeError("rollback")
-    with transaction.atomic():  # the rolled-back batch is not reused
-        dispatch.dispatch_batch_on_commit(collect, letters="x")
-    dispatch.dispatch_batch_on_commit(collect, letters="y")  # no transaction: at once
-    assert batches == [{"letters": ["x"]}, {"letters": ["y"]}]
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_big_batch_is_split_into_tasks_of_batch_size(settings, monkeypatch):
-    batches.clear()
-    monkeypatch.setattr(dispatch, "BATCH_SIZE", 2)
-    with transaction.atomic():
-        for letter in "abcde":
-            dispatch.dispatch_batch_on_commit(collect, letters=letter)
-        dispatch.dispatch_batch_on_commit(collect, digits="1")
-    assert batches == [
-        {"letters": ["a", "b"], "digits": ["1"]},
-        {"letters": ["c", "d"], "digits": []},
-        {"letters": ["e"], "digits": []},
-    ]
-
-
 def test_broker_urls_are_shown_without_passwords():
     assert dispatch.redact_url("redis://:s3cret@redis:6379/0") == "redis://…@redis:6379/0"
     assert dispatch.redact_url("redis://redis:6379/0") == "redis://redis:6379/0"

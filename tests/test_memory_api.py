@@ -456,12 +456,12 @@ def test_an_empty_perceptual_file_is_refused(client, write_key):
 
 
 def test_the_sweeper_mirrors_rows_written_while_the_store_was_unreachable(user):
-    from memories.tasks import sync_unsynced_memories
+    from core.tasks import sweep_mirror_outbox
 
     memory = memory_create(user=user, content="written elsewhere", memory_type="semantic")
     mirror.memory_store().delete(mirror.COLLECTION, [str(memory.pk)])
     Memory.objects.filter(pk=memory.pk).update(mirror_state=MirrorState.FAILED, mirror_error="locked")
-    assert sync_unsynced_memories() == 1
+    assert sweep_mirror_outbox() == 1
     assert Memory.objects.get(pk=memory.pk).mirror_state == MirrorState.SYNCED
     assert mirror.memory_store().ids(mirror.COLLECTION) == [str(memory.pk)]
 

@@ -16,17 +16,16 @@ from django.utils import timezone
 
 from core import mirrors, stores
 from core.models import MirrorState
+from core.tasks import sweep_mirror_outbox
 from knowledge.mirror import COLLECTION as CHUNKS
 from knowledge.mirror import chunk_store
 from knowledge.models import Chunk
 from knowledge.search import search_chunks
 from knowledge.services import document_create_from_text
-from knowledge.tasks import sync_unsynced_chunks
 from memories import mirror
 from memories.actions.write import memory_create
 from memories.models import Memory
 from memories.retrieval import search_memories
-from memories.tasks import sync_unsynced_memories
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits: the mirror writes run on commit
 
@@ -90,7 +89,7 @@ def test_the_periodic_check_marks_lost_points_for_the_sweep_which_restores_them(
     assert set(Memory.objects.values_list("mirror_state", "mirror_error")) == {
         ("pending", "its point was missing or damaged in the vector store")
     }
-    assert sync_unsynced_memories.run() == 6
+    assert sweep_mirror_outbox.run() == 6
     assert mirror.memory_store().count(mirror.COLLECTION) == 6
     result = search_memories(user=user, query="who keeps bees")
     assert (result.notice, result.hits[0].memory.content) == ("", FACTS[1])
@@ -174,7 +173,7 @@ def test_the_periodic_check_rebuilds_an_unreadable_collection_through_the_sweep(
     memory_drift = mirrors.check_all()[0]
     assert memory_drift.unreadable
     assert Memory.objects.filter(mirror_state="pending").count() == 6
-    assert sync_unsynced_memories.run() == 6
+    assert sweep_mirror_outbox.run() == 6
     assert search_memories(user=user, query="who keeps bees").hits[0].memory.content == FACTS[1]
 
 
@@ -192,7 +191,7 @@ def test_knowledge_search_says_when_the_store_lost_passages_and_matches_text_mea
     assert [hit.chunk.text for hit in result.hits] == ["The ferry to Skerra leaves at dawn on Sundays."]
     mirrors.check_all()
     assert Chunk.objects.get().mirror_state == MirrorState.PENDING
-    assert sync_unsynced_chunks.run() == 1
+    assert sweep_mirror_outbox.run() == 1
     assert chunk_store().count(CHUNKS) == 1
 
 
@@ -200,7 +199,7 @@ def test_a_collection_deleted_under_the_live_store_is_created_again_and_refilled
     shutil.rmtree(settings.QDRANT_EDGE_PATH / mirror.COLLECTION)  # the server still has its files open
     assert mirrors.compare(mirrors.registered()[0]).absent
     mirrors.check_all()
-    assert sync_unsynced_memories.run() == 6
+    assert sweep_mirror_outbox.run() == 6
     stores.reset(embeddings=False)  # as a restart: what was written must be in files on the disk
     assert mirror.memory_store().count(mirror.COLLECTION) == 6
     assert not any(drift.behind for drift in mirrors.check_all())

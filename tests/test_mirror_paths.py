@@ -80,7 +80,7 @@ def test_a_memory_deleted_by_any_path_loses_its_point_in_one_delete(
     assert Counter(i for method, _, ids in store_calls if method == "upsert" for i in ids) == Counter(
         {memory_id: 1 for memory_id in [*mine, *theirs]}
     )
-    assert dispatched["memories.sync_memories"] == 0
+    assert dispatched["core.drain_mirror_outbox"] == 0  # memories are drained in the committing thread
 
     def delete_by(path, doomed: list[str]) -> None:
         store_calls.clear()
@@ -88,7 +88,7 @@ def test_a_memory_deleted_by_any_path_loses_its_point_in_one_delete(
         before = memory_points()
         path()
         assert deletes(store_calls, mirror.COLLECTION) == [sorted(doomed)], path
-        assert dispatched["memories.sync_memories"] == 1
+        assert dispatched["core.drain_mirror_outbox"] == 0
         assert memory_points() == before - set(doomed)
         assert memory_points() == {str(pk) for pk in Memory.objects.values_list("pk", flat=True)}
 
@@ -145,7 +145,7 @@ def test_a_chunk_deleted_by_any_path_loses_its_point_in_one_delete_per_transacti
         before = chunk_points()
         path()
         assert deletes(store_calls, CHUNK_COLLECTION) == [sorted(doomed)], path
-        assert dispatched["knowledge.sync_chunks"] == 1
+        assert dispatched["core.drain_mirror_outbox"] == 1
         assert chunk_points() == before - set(doomed)
         assert chunk_points() == {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
 
@@ -173,9 +173,9 @@ def test_a_chunk_deleted_by_any_path_loses_its_point_in_one_delete_per_transacti
 
 def test_the_sweep_mirrors_a_chunk_edit_made_while_the_vector_store_was_down(user, settings):
     from core import hybrid
+    from core.tasks import sweep_mirror_outbox
     from core.text import sparse_query_vector
     from core.vectorstore import SparseVector
-    from knowledge.tasks import sync_unsynced_chunks
 
     accepted = document_create_from_text(
         user=user, text=GUIDE, title="guide", chunk_size=50, chunk_overlap=0, background=False
@@ -190,7 +190,7 @@ def test_the_sweep_mirrors_a_chunk_edit_made_while_the_vector_store_was_down(use
 
     settings.QDRANT_URL = ""
     stores.reset(embeddings=False)
-    assert sync_unsynced_chunks() == 1
+    assert sweep_mirror_outbox() == 1
     assert Chunk.objects.get(pk=chunk.pk).mirror_state == "synced"
     hits = chunk_store().search(
         CHUNK_COLLECTION,
@@ -200,7 +200,7 @@ def test_the_sweep_mirrors_a_chunk_edit_made_while_the_vector_store_was_down(use
         where={"user_id": str(user.pk)},
     )
     assert [hit.id for hit in hits] == [str(chunk.pk)]
-    assert sync_unsynced_chunks() == 0
+    assert sweep_mirror_outbox() == 0
 
 
 @pytest.mark.neo4j
@@ -241,7 +241,7 @@ def test_entities_and_relations_deleted_by_any_path_leave_no_node_or_edge(
         assert Entity.objects.get(user=user, key="李四").frequency == 2
         assert len(entity_ids) == 3 and relation_ids
         assert writes == Counter({row_id: 1 for row_id in entity_ids | relation_ids})
-        assert dispatched["memories.mirror_graph"] == 1
+        assert dispatched["core.drain_mirror_outbox"] == 1
         first = memory_create(user=user, content="钱七擅长Rust", memory_type="semantic")
         for content in (
             "张三在阿里巴巴工作，和王五是同事",

@@ -295,7 +295,7 @@ def test_the_worker_did_the_background_work(stack):
         pytest.skip("the embedded stack has no separate worker")
     log = (stack.instance.data_dir / "worker.log").read_text()
     succeeded = set(re.findall(r"Task ([\w.]+)\[[\w-]+\] succeeded", log))
-    assert {"knowledge.ingest_document", "memories.mirror_graph"} <= succeeded
+    assert {"knowledge.ingest_document", "core.drain_mirror_outbox"} <= succeeded
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
     assert stack.rows("SELECT count(*) FROM memories_memory WHERE mirror_state <> 'synced'") == [(0,)]
     assert stack.rows("SELECT count(*) FROM memories_entity WHERE mirror_state <> 'synced'") == [(0,)]

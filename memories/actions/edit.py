@@ -30,7 +30,7 @@ from memories.actions.rules import (
     validate,
 )
 from memories.entity_links import link_entities
-from memories.mirror import mirror_on_commit, save_mirrored
+from memories.mirror import save_unmirrored
 from memories.models import Fact, Memory, MemoryEdit, MemoryType
 
 EDITABLE_FIELDS = (
@@ -99,13 +99,12 @@ def memory_update(
             timezone.now() + WORKING_MEMORY_TTL if memory.memory_type == MemoryType.WORKING else None
         )
     memory.mirror_state = MirrorState.PENDING
-    save_mirrored(memory)
+    memory.save()  # the save signal puts it in the mirror outbox
     MemoryEdit.objects.create(
         memory=memory, editor=editor, api_key=api_key, via=via, changes=diff, reason=reason
     )
     if "content" in diff or memory.memory_type in GRAPH_TYPES and "memory_type" in diff:
         link_entities(memory)
-    mirror_on_commit([memory.pk])
     if "content" in diff or "memory_type" in diff:
         memory.facts.all().delete()  # what it states changed: index it again
         curate_edit(memory, via=via, editor=editor, api_key=api_key)
@@ -215,8 +214,7 @@ def memory_archive(
     )
     memory.archived_at = new_value
     memory.mirror_state = MirrorState.PENDING
-    save_mirrored(memory, update_fields=["archived_at", "mirror_state", "updated_at"])
-    mirror_on_commit([memory.pk])
+    memory.save(update_fields=["archived_at", "mirror_state", "updated_at"])  # its point goes, or comes back
     return memory
 
 
@@ -250,7 +248,7 @@ def apply_supersede(
         older.valid_to = max(newer.created_at, older.created_at)
         older.superseded_by = newer
         if not older._state.adding:  # the vector payload does not change: no re-mirroring
-            save_mirrored(older, update_fields=["valid_to", "superseded_by", "updated_at"])
+            save_unmirrored(older, ["valid_to", "superseded_by"])
         edits.append(
             MemoryEdit(
                 memory=older,

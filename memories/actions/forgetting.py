@@ -22,7 +22,6 @@ from memories.actions.rules import (
     MemoryRequestError,
 )
 from memories.entity_links import link_entities, refresh_entity_frequencies
-from memories.mirror import mirror_on_commit, save_mirrored
 from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity, MemoryType
 
 CONSOLIDATION_BOOST = 1.1  # Hello-Agents' importance boost for a promoted memory
@@ -124,7 +123,7 @@ def memories_consolidate(
         memory.importance = min(1.0, memory.importance * CONSOLIDATION_BOOST)
         memory.expires_at = timezone.now() + WORKING_MEMORY_TTL if to_type == MemoryType.WORKING else None
         memory.mirror_state = MirrorState.PENDING
-        save_mirrored(memory)
+        memory.save()  # the save signal puts it in the mirror outbox
         MemoryEdit.objects.create(
             memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
         )
@@ -136,7 +135,6 @@ def memories_consolidate(
         if to_type == MemoryType.SEMANTIC:
             index_facts(curation.Curator(user), promoted)
         cleaning.queue(user, cleaning.propose_for(user, promoted))
-    mirror_on_commit(memory.pk for memory in promoted)
     return promoted
 
 

@@ -21,7 +21,7 @@ from core.limits import MAX_NAME_CHARS, InputRejected, check_text
 from core.llm import get_llm
 from core.models import ApiKey
 from core.text import count_tokens, fingerprint
-from memories import curation
+from memories import curation, mirror
 from memories.actions.edit import apply_supersede, index_facts, memory_reinstate, memory_update
 from memories.actions.forgetting import memories_delete
 from memories.actions.rules import (
@@ -39,7 +39,6 @@ from memories.actions.rules import (
 )
 from memories.entities import ModelMentions, model_mentions
 from memories.entity_links import link_entities
-from memories.mirror import mirror_on_commit, save_mirrored
 from memories.models import EditVia, Memory, MemoryEdit, MemoryType
 from memories.scoring import working_priority
 from memories.tasks import llm_extract_task
@@ -145,7 +144,7 @@ def _memory_write(
         existing = _count_repeat(decision, memory, source, via=via, api_key=api_key, editor=editor)
         return Written(existing, decision.action, decision.reason)
     _set_origin(memory, source, via=via, api_key=api_key)
-    save_mirrored(memory)
+    memory.save()  # the save signal puts it in the mirror outbox, drained right after the commit
     index_facts(curator, [memory])
     MemoryEdit.objects.bulk_create(apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor))
     if link:
@@ -155,7 +154,6 @@ def _memory_write(
         enforce_working_capacity(
             user=user, session=session
         )  # the evicted's points go with their rows (signals)
-    mirror_on_commit([memory.pk])
     return Written(memory, decision.action, decision.reason, decision.superseded)
 
 
@@ -210,9 +208,11 @@ def _count_repeat(
         existing.tags = tags
     if existing._state.adding:
         return existing  # an earlier item of the same bulk write, saved with it
-    save_mirrored(
-        existing, update_fields=["seen_count", "last_seen_at", "sources", "importance", "tags", "updated_at"]
-    )
+    counted = ["seen_count", "last_seen_at", "sources", "importance", "tags"]
+    if changes:  # importance and tags are in the vector payload: the save signal mirrors it again
+        existing.save(update_fields=[*counted, "updated_at"])
+    else:
+        mirror.save_unmirrored(existing, counted)
     # Every decision goes into the history with its reason: a merge with the text it folded in.
     seen = {"seen_count": [existing.seen_count - 1, existing.seen_count]}
     merged = {"merged": [None, repeat.content]} if decision.action == curation.MERGE else {}
@@ -224,8 +224,6 @@ def _count_repeat(
         changes={**merged, **seen, **changes},
         reason=decision.reason,
     )
-    if "importance" in changes:
-        mirror_on_commit([existing.pk])  # importance is in the vector payload
     if decision.merged_text and decision.merged_text != existing.content:
         existing = memory_update(
             memory=existing, via=via, api_key=api_key, editor=editor, content=decision.merged_text
@@ -264,7 +262,7 @@ def memory_write_undo(
             sources.pop(mine[-1] if mine else len(sources) - 1)
         memory.seen_count -= 1
         memory.sources = sources
-        save_mirrored(memory, update_fields=["seen_count", "sources", "updated_at"])
+        mirror.save_unmirrored(memory, ["seen_count", "sources"])
         MemoryEdit.objects.create(
             memory=memory,
             via=EditVia.CHAT,
@@ -382,7 +380,7 @@ def _bulk_write(
     index_facts(curator, stored)
     MemoryEdit.objects.bulk_create(edits)
     # bulk_create sends no signals, so the mirror is requested here explicitly.
-    mirror_on_commit(memory.pk for memory in stored)
+    mirror.enqueue(memory.pk for memory in stored)
     return written
 
 

@@ -1,19 +1,22 @@
 """The entity graph: merging and deleting entities, neighbourhood queries, and the Neo4j mirror of both.
 
 Entity and Relation rows are the truth. When NEO4J_URI is set, every saved or deleted row is mirrored by its
-primary key (MERGE on the id, so replays are harmless); graph queries then read Neo4j, else the SQL store.
+primary key (MERGE on the id, so replays are harmless) through the mirror outbox (core.mirror_outbox: entries
+added by memories.signals in the row's transaction); graph queries then read Neo4j, else the SQL store.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from core import stores
+from core import mirror_outbox, stores
 from core.errors import RequestRefused
 from core.graphstore import EntityNode, RelationEdge
 from core.models import ApiKey, MirrorState
@@ -62,6 +65,59 @@ def mirror_relation(relation_id: str) -> None:
         stores.graph_store().upsert_relation(relation_edge(relation))
 
 
+ENTITY_KIND = "entity"  # their entries in the mirror outbox
+RELATION_KIND = "relation"
+
+
+def register_mirror() -> None:
+    """Entities, then relations (so each relation finds its endpoints), drained in the background; only with
+    Neo4j: the SQL graph store reads the tables themselves."""
+
+    def neo4j() -> bool:
+        return bool(settings.NEO4J_URI)
+
+    for kind, model, write, needs in (
+        (ENTITY_KIND, Entity, mirror_entities, ""),
+        (RELATION_KIND, Relation, mirror_relations, ENTITY_KIND),
+    ):
+        mirror_outbox.register(
+            mirror_outbox.Writer(
+                kind=kind,
+                write=write,
+                unsynced=partial(_unsynced, model),
+                enabled=neo4j,
+                needs=needs,
+            )
+        )
+
+
+def _unsynced(model: type[Entity] | type[Relation]) -> QuerySet:
+    return model.objects.exclude(mirror_state=MirrorState.SYNCED)
+
+
+def mirror_entities(entity_ids: Sequence[str]) -> None:
+    _mirror_rows(Entity, mirror_entity, entity_ids)
+
+
+def mirror_relations(relation_ids: Sequence[str]) -> None:
+    _mirror_rows(Relation, mirror_relation, relation_ids)
+
+
+def _mirror_rows(
+    model: type[Entity] | type[Relation], mirror_row: Callable[[str], None], ids: Sequence[str]
+) -> None:
+    for position, pk in enumerate(ids):
+        try:
+            mirror_row(pk)  # records the row's state, synced or failed
+        except Exception as exc:
+            # Neo4j is most likely down: the rows not tried yet show the same error until the retry.
+            error = (str(exc) or exc.__class__.__name__)[:2000]
+            model.objects.filter(pk__in=ids[position + 1 :]).update(
+                mirror_state=MirrorState.FAILED, mirror_error=error
+            )
+            raise
+
+
 @contextmanager
 def _recording_mirror_state(model: type[Entity] | type[Relation], pk: str) -> Iterator[None]:
     """The row's mirror state after its write to the graph store: synced, or failed with the error (the task
@@ -76,7 +132,7 @@ def _recording_mirror_state(model: type[Entity] | type[Relation], pk: str) -> It
         error = (str(exc) or exc.__class__.__name__)[:2000]
         model.objects.filter(pk=pk).update(mirror_state=MirrorState.FAILED, mirror_error=error)
         raise
-    # A row edited meanwhile stays pending: the task its edit enqueued mirrors it again.
+    # A row edited meanwhile stays pending: the outbox entry its edit added mirrors it again.
     model.objects.filter(pk=pk, updated_at__lte=started).update(
         mirror_state=MirrorState.SYNCED, mirror_error="", mirrored_at=timezone.now()
     )
