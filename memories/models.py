@@ -199,8 +199,6 @@ class Memory(MirroredModel):
     )
 
     objects = MemoryQuerySet.as_manager()
-    # Set by memories.mirror.save_mirrored while a write saves a memory it mirrors itself; memories.signals reads it.
-    mirrored_by_service: bool
 
     class Meta:
         ordering = ["-created_at"]
