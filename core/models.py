@@ -115,13 +115,13 @@ class PrivacySettings(models.Model):
         max_length=6,
         choices=PrivacyAction,
         default=PrivacyAction.MASK,
-        help_text="API keys, tokens, passwords, private keys.",
+        help_text=_("API keys, tokens, passwords, private keys."),
     )
     personal = models.CharField(
         max_length=6,
         choices=PrivacyAction,
         default=PrivacyAction.KEEP,
-        help_text="Phone numbers, payment card numbers, ID numbers (身份证号, SSN).",
+        help_text=_("Phone numbers, payment card numbers, ID numbers (身份证号, SSN)."),
     )
 
     class Meta:

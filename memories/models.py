@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core.models import MirroredModel, MirrorState
+from core.stored_text import MessageKeyField, shown
 from core.text import fingerprint
 
 
@@ -68,6 +69,8 @@ class ChatMessage(models.Model):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=10, choices=ChatRole)
     content = models.TextField(blank=True)
+    # A note Mnemo wrote in place of the content ("[Not stored: …]") keeps its message key for the chat page.
+    content_key = MessageKeyField(text_field="content")
     # OpenAI-style tool calls with their results, in the order the agent made them.
     tool_calls = models.JSONField(default=list, blank=True)
     # Ids of the memories and chunks put into the prompt, for citations: {"memories": [...], "chunks": [...]}.
@@ -84,6 +87,11 @@ class ChatMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+    @property
+    def content_shown(self) -> str:
+        """The content, or the note Mnemo wrote in its place in the reader's language."""
+        return shown(self.content, self.content_key)
 
 
 # metadata["origin"] of a chat copy: the working memory the chat agent keeps of each message it receives.
@@ -331,6 +339,8 @@ class MemoryEdit(models.Model):
     via = models.CharField(max_length=6, choices=EditVia)
     changes = models.JSONField(default=dict)  # {"field": [old, new]}
     reason = models.TextField(blank=True)  # why a curation decision (merge, supersede, restore) was made
+    # The reason's message key (core.stored_text): the reason stays English, the page shows it translated.
+    reason_key = MessageKeyField(text_field="reason")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -338,6 +348,11 @@ class MemoryEdit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.via} edit of {self.memory_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def reason_shown(self) -> str:
+        """The reason in the reader's language (as stored when it has no key)."""
+        return shown(self.reason, self.reason_key)
 
 
 class MemoryAccess(models.Model):
@@ -483,6 +498,7 @@ class Proposal(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
     target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
     reason = models.TextField(blank=True)
+    reason_key = MessageKeyField(text_field="reason")
     status = models.CharField(max_length=8, choices=ProposalStatus, default=ProposalStatus.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -493,6 +509,10 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id} → {self.target_id} ({self.status})"
+
+    @property
+    def reason_shown(self) -> str:
+        return shown(self.reason, self.reason_key)
 
 
 class GraphAction(models.TextChoices):

@@ -25,7 +25,10 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from django.utils.translation import gettext_noop
+
 from core.limits import clean_text
+from core.stored_text import Text
 from core.text import without_paths
 from knowledge.pipeline.locations import Part, pdf_pages, workbook_sheets
 
@@ -73,30 +76,30 @@ MAX_NAME_CHARS = 100
 _MAX_NAME_BYTES = 240  # most filesystems allow 255 bytes per name; a Chinese character takes 3 in UTF-8
 
 _WHAT = {
-    "pdf": "a PDF",
-    "docx": "a Word document (.docx)",
-    "xlsx": "an Excel workbook (.xlsx)",
-    "pptx": "a PowerPoint presentation (.pptx)",
-    "epub": "an EPUB e-book",
-    "png": "a PNG image",
-    "jpeg": "a JPEG image",
-    "gif": "a GIF image",
-    "webp": "a WebP image",
-    "zip": "a ZIP archive",
-    "ole": "an Office 97-2003 file or a password-protected Office file",
-    "exe": "a program",
-    "archive": "a compressed archive",
-    "text": "plain text",
-    "binary": "binary data of an unknown type",
+    "pdf": gettext_noop("a PDF"),
+    "docx": gettext_noop("a Word document (.docx)"),
+    "xlsx": gettext_noop("an Excel workbook (.xlsx)"),
+    "pptx": gettext_noop("a PowerPoint presentation (.pptx)"),
+    "epub": gettext_noop("an EPUB e-book"),
+    "png": gettext_noop("a PNG image"),
+    "jpeg": gettext_noop("a JPEG image"),
+    "gif": gettext_noop("a GIF image"),
+    "webp": gettext_noop("a WebP image"),
+    "zip": gettext_noop("a ZIP archive"),
+    "ole": gettext_noop("an Office 97-2003 file or a password-protected Office file"),
+    "exe": gettext_noop("a program"),
+    "archive": gettext_noop("a compressed archive"),
+    "text": gettext_noop("plain text"),
+    "binary": gettext_noop("binary data of an unknown type"),
 }
 _DAMAGED = {
-    "pdf": "This PDF is damaged or encrypted",
-    "docx": "This Word document is damaged",
-    "xlsx": "This Excel workbook is damaged",
-    "pptx": "This PowerPoint presentation is damaged",
-    "epub": "This EPUB e-book is damaged",
-    "html": "This HTML page could not be read",
-    "csv": "This CSV file could not be read",
+    "pdf": gettext_noop("This PDF is damaged or encrypted"),
+    "docx": gettext_noop("This Word document is damaged"),
+    "xlsx": gettext_noop("This Excel workbook is damaged"),
+    "pptx": gettext_noop("This PowerPoint presentation is damaged"),
+    "epub": gettext_noop("This EPUB e-book is damaged"),
+    "html": gettext_noop("This HTML page could not be read"),
+    "csv": gettext_noop("This CSV file could not be read"),
 }
 _MIME = {
     "pdf": "application/pdf",
@@ -112,9 +115,11 @@ _MIME = {
     "webp": "image/webp",
 }
 _DESCRIPTION = "# Description:"  # how MarkItDown introduces an LLM's description of an image
-IMAGE_NOTICE = (
-    "Only the image's metadata (size, format and embedded tags) was extracted: the picture itself is not read "
-    "and there is no OCR. Configure an LLM to get a description of images."
+IMAGE_NOTICE = Text(
+    gettext_noop(
+        "Only the image's metadata (size, format and embedded tags) was extracted: the picture itself is not read "
+        "and there is no OCR. Configure an LLM to get a description of images."
+    )
 )
 
 
@@ -183,12 +188,16 @@ def detect_kind(data_head: bytes, filename: str) -> str:
 
 def _detect(head: bytes, name: str, zip_names: list[str] | None) -> str:
     if not head:
-        raise ConversionError("The file is empty")
+        raise ConversionError(Text(gettext_noop("The file is empty")))
     extension = _extension(name)
     claimed = KIND_BY_EXTENSION.get(extension)
     if extension and claimed is None:
         raise ConversionError(
-            f"Unsupported file type .{extension}: supported are {', '.join(KIND_BY_EXTENSION)}"
+            Text(
+                gettext_noop("Unsupported file type .%(extension)s: supported are %(supported)s"),
+                extension=extension,
+                supported=", ".join(KIND_BY_EXTENSION),
+            )
         )
     real = _sniff(head, zip_names)
     if real == "zip-partial":  # benefit of the doubt; convert_to_markdown lists the whole archive
@@ -198,15 +207,38 @@ def _detect(head: bytes, name: str, zip_names: list[str] | None) -> str:
             return "txt"
         if real in KIND_BY_EXTENSION.values():
             return real
-        raise ConversionError(f"{name} has no extension and is {_WHAT[real]}, which is not supported")
+        raise ConversionError(
+            Text(
+                gettext_noop("%(name)s has no extension and is %(what)s, which is not supported"),
+                name=name,
+                what=Text(_WHAT[real]),
+            )
+        )
     if real == claimed or (claimed in IMAGE_KINDS and real in IMAGE_KINDS):
         return real  # a .png that is really a JPEG is still an image we read the same way
     if claimed in TEXT_KINDS and real == "text":
         return claimed
     if claimed == "pdf" and real == "binary":
-        raise ConversionError(f"This PDF is damaged or encrypted: {name} does not start like a PDF file")
-    advice = "save it in a current format without a password" if real == "ole" else "upload the original file"
-    raise ConversionError(f"{name} is named .{extension} but is really {_WHAT[real]}; {advice}")
+        raise ConversionError(
+            Text(
+                gettext_noop("This PDF is damaged or encrypted: %(name)s does not start like a PDF file"),
+                name=name,
+            )
+        )
+    advice = Text(
+        gettext_noop("save it in a current format without a password")
+        if real == "ole"
+        else gettext_noop("upload the original file")
+    )
+    raise ConversionError(
+        Text(
+            gettext_noop("%(name)s is named .%(extension)s but is really %(what)s; %(advice)s"),
+            name=name,
+            extension=extension,
+            what=Text(_WHAT[real]),
+            advice=advice,
+        )
+    )
 
 
 def _sniff(head: bytes, zip_names: list[str] | None) -> str:
@@ -268,13 +300,22 @@ def _zip_names(path: Path, name: str) -> list[str] | None:
             members = archive.infolist()
             if len(members) > MAX_ARCHIVE_MEMBERS:
                 raise ConversionError(
-                    f"{name} holds {len(members):,} files inside; the limit is {MAX_ARCHIVE_MEMBERS:,}"
+                    Text(
+                        gettext_noop("%(name)s holds %(count)s files inside; the limit is %(limit)s"),
+                        name=name,
+                        count=f"{len(members):,}",
+                        limit=f"{MAX_ARCHIVE_MEMBERS:,}",
+                    )
                 )
             unpacked = sum(member.file_size for member in members)
             if unpacked > MAX_UNPACKED_BYTES:
                 raise ConversionError(
-                    f"{name} would unpack to {unpacked / 2**20:,.0f} MB; "
-                    f"the limit is {MAX_UNPACKED_BYTES // 2**20} MB"
+                    Text(
+                        gettext_noop("%(name)s would unpack to %(size)s MB; the limit is %(limit)s MB"),
+                        name=name,
+                        size=f"{unpacked / 2**20:,.0f}",
+                        limit=MAX_UNPACKED_BYTES // 2**20,
+                    )
                 )
             _check_markup(archive, name)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error):
@@ -299,10 +340,20 @@ def _check_markup(archive: zipfile.ZipFile, name: str) -> None:
 
 
 def _too_much_markup(name: str, size: int, *, at_least: bool = False) -> ConversionError:
-    amount = f"{'more than ' if at_least else ''}{size / 2**20:,.0f} MB"
+    amount = Text(
+        gettext_noop("more than %(size)s MB") if at_least else gettext_noop("%(size)s MB"),
+        size=f"{size / 2**20:,.0f}",
+    )
     return ConversionError(
-        f"{name} holds {amount} of XML once unpacked; the limit is {MAX_MARKUP_BYTES // 2**20} MB "
-        "(split it into smaller documents)"
+        Text(
+            gettext_noop(
+                "%(name)s holds %(amount)s of XML once unpacked; the limit is %(limit)s MB "
+                "(split it into smaller documents)"
+            ),
+            name=name,
+            amount=amount,
+            limit=MAX_MARKUP_BYTES // 2**20,
+        )
     )
 
 
@@ -347,7 +398,9 @@ def decode_text(data: bytes) -> tuple[str, str]:
             return data.decode(encoding), encoding.removesuffix("-sig")
         except UnicodeDecodeError:
             continue
-    raise ConversionError("This file could not be read as text: it is not UTF-8, GB18030 or Windows-1252")
+    raise ConversionError(
+        Text(gettext_noop("This file could not be read as text: it is not UTF-8, GB18030 or Windows-1252"))
+    )
 
 
 # --- Conversion ----------------------------------------------------------------------------------------------------
@@ -394,8 +447,14 @@ def convert_to_markdown(
         parts = [part for part in parts if part.markdown]
         markdown = "\n\n".join(part.markdown for part in parts)
     if not re.search(r"\w", markdown):
-        hint = ": it may be a scanned document, and there is no OCR here" if kind == "pdf" else ""
-        raise ConversionError(f"No text could be extracted from {name}{hint}")
+        hint = (
+            Text(gettext_noop(": it may be a scanned document, and there is no OCR here"))
+            if kind == "pdf"
+            else ""
+        )
+        raise ConversionError(
+            Text(gettext_noop("No text could be extracted from %(name)s%(hint)s"), name=name, hint=hint)
+        )
     title = normalise_text(_one_line(title)) or _first_heading(markdown) or name.rsplit(".", 1)[0]
     return Converted(markdown=markdown, kind=kind, title=title[:200], notice=notice, parts=tuple(parts))
 
@@ -434,15 +493,25 @@ def _markitdown(
             else:
                 result = _converter().convert_stream(stream, stream_info=info, **options)
     except MissingDependencyException as exc:
-        raise ConversionError(f"Reading {_WHAT.get(kind, kind)} is not installed on this server") from exc
+        what = Text(_WHAT[kind]) if kind in _WHAT else kind
+        raise ConversionError(
+            Text(gettext_noop("Reading %(what)s is not installed on this server"), what=what)
+        ) from exc
     except Exception as exc:
         logger.info("converting %s (%s) failed", name, kind, exc_info=True)
         if isinstance(_cause(exc), MemoryError):
             raise ConversionError(
-                f"{name} needs more memory to convert than allowed", out_of_memory=True
+                Text(gettext_noop("%(name)s needs more memory to convert than allowed"), name=name),
+                out_of_memory=True,
             ) from exc
-        prefix = _DAMAGED.get(kind, f"{name} could not be converted")
-        raise ConversionError(f"{prefix}: {error_reason(exc)}") from exc
+        prefix = (
+            Text(_DAMAGED[kind])
+            if kind in _DAMAGED
+            else Text(gettext_noop("%(name)s could not be converted"), name=name)
+        )
+        raise ConversionError(
+            Text(gettext_noop("%(prefix)s: %(reason)s"), prefix=prefix, reason=error_reason(exc))
+        ) from exc
     return result.markdown or "", result.title or ""
 
 
@@ -458,7 +527,14 @@ def _check_pdf_pages(path: Path, name: str) -> None:
     finally:
         document.close()
     if pages > MAX_PDF_PAGES:
-        raise ConversionError(f"{name} has {pages:,} pages; the limit is {MAX_PDF_PAGES:,}")
+        raise ConversionError(
+            Text(
+                gettext_noop("%(name)s has %(pages)s pages; the limit is %(limit)s"),
+                name=name,
+                pages=f"{pages:,}",
+                limit=f"{MAX_PDF_PAGES:,}",
+            )
+        )
 
 
 @cache
@@ -494,7 +570,7 @@ def error_reason(exc: BaseException) -> str:
     exc = _cause(exc)
     kind = type(exc).__name__
     if "Password" in kind or "Encrypt" in kind:
-        return "it is password-protected"
+        return Text(gettext_noop("it is password-protected"))
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
     return without_paths(text)[:200]
 
@@ -505,14 +581,25 @@ def _convert_text(data: bytes, kind: str, name: str) -> tuple[str, str, str]:
         text, encoding = _decode_html(data, declared.group(1).decode("ascii") if declared else None)
     else:
         text, encoding = decode_text(data)
-    notice = "" if encoding in ("utf-8", "ascii") else f"The text was read as {encoding.upper()}."
+    notice = (
+        ""
+        if encoding in ("utf-8", "ascii")
+        else Text(gettext_noop("The text was read as %(encoding)s."), encoding=encoding.upper())
+    )
     if kind in ("txt", "md"):
         return text, "", notice
     if kind == "json":
         try:
             pretty = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
         except ValueError as exc:
-            return _fence(text, "json"), "", f"This is not valid JSON ({exc}); its text was kept as it is."
+            return (
+                _fence(text, "json"),
+                "",
+                Text(
+                    gettext_noop("This is not valid JSON (%(error)s); its text was kept as it is."),
+                    error=str(exc),
+                ),
+            )
         return _fence(pretty, "json"), "", notice
     markdown, title = _markitdown(text.encode("utf-8"), kind, name, {})
     return markdown, title, notice
@@ -558,7 +645,11 @@ def _convert_image(path: Path, kind: str, name: str, llm: dict) -> tuple[str, st
     if not exiftool or not markdown.split(_DESCRIPTION)[0].strip():
         markdown = f"{metadata}\n\n{markdown}"
     if _DESCRIPTION in markdown:
-        return markdown, title, "The image was described by the configured LLM; no OCR was run."
+        return (
+            markdown,
+            title,
+            Text(gettext_noop("The image was described by the configured LLM; no OCR was run.")),
+        )
     return markdown, title, IMAGE_NOTICE
 
 
@@ -605,14 +696,29 @@ def _image_metadata(path: Path, kind: str, name: str) -> tuple[str, str]:
                         fields[label] = _one_line(text)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         pixels = re.search(r"\((\d+) pixels\)", str(exc))
-        size = f" of {int(pixels.group(1)) / 1e6:,.0f} million pixels" if pixels else ""
+        size = (
+            Text(gettext_noop(" of %(count)s million pixels"), count=f"{int(pixels.group(1)) / 1e6:,.0f}")
+            if pixels
+            else ""
+        )
         raise ConversionError(
-            f"{name} is an image{size}, past the limit of {(Image.MAX_IMAGE_PIXELS or 0) / 1e6:,.0f} million pixels: it "
-            "is refused as a possible decompression bomb (shrink it and upload it again)"
+            Text(
+                gettext_noop(
+                    "%(name)s is an image%(size)s, past the limit of %(limit)s million pixels: it is refused as a "
+                    "possible decompression bomb (shrink it and upload it again)"
+                ),
+                name=name,
+                size=size,
+                limit=f"{(Image.MAX_IMAGE_PIXELS or 0) / 1e6:,.0f}",
+            )
         ) from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ConversionError(
-            f"This image is damaged: {name} could not be opened ({error_reason(exc)})"
+            Text(
+                gettext_noop("This image is damaged: %(name)s could not be opened (%(reason)s)"),
+                name=name,
+                reason=error_reason(exc),
+            )
         ) from exc
     lines = [f"{key}: {value}" for key, value in fields.items() if value]
     return "\n".join(lines), fields.get("Title", "")
