@@ -6,17 +6,20 @@ older code read it unchanged, and beside it the message's *key*: the English msg
 its parameters. A page shows `shown(text, key)`: the msgid translated into the active language and filled in. A
 row written before keys existed has none and shows its text as it is.
 
-`Text` is the value that carries both: a `str` (the English) whose `.key` a MessageKeyField stores. Building one
-needs no Django settings and no active language, so the conversion child process (knowledge.pipeline.bounded)
-builds them too; a Text survives pickling through its pipe.
+`Text` is the value that carries both: a `str` (the English) whose `.key` a MessageKeyField (core.models) stores.
+This module imports Django only to translate, so the conversion pipeline, which must not import Django, builds
+Texts too, in its child process (knowledge.pipeline.bounded); a Text survives pickling through its pipe.
 """
 
 from typing import Any
 
-from django.db import models
-from django.utils.translation import gettext
-
 Key = dict[str, Any]
+
+
+def gettext_noop(message: str) -> str:
+    """Marks a msgid for the catalogue (makemessages looks for this name) and returns it as it is: Django's own,
+    without importing Django, which the conversion pipeline must not (knowledge.pipeline)."""
+    return message
 
 
 class Text(str):
@@ -106,28 +109,10 @@ def _render(key: Key, *, translate: bool = True) -> str:
         name: _render(value, translate=translate) if _is_key(value) else value
         for name, value in key["params"].items()
     }
-    words = gettext(key["msgid"]) if translate else key["msgid"]
+    if translate:
+        from django.utils.translation import gettext  # only when shown: building a Text needs no Django
+
+        words = gettext(key["msgid"])
+    else:
+        words = key["msgid"]
     return words % params if params else words
-
-
-class MessageKeyField(models.JSONField):
-    """The key of the text in `text_field` (a sibling column), filled in from a Text whenever the row is saved or
-    bulk-created, so no service has to remember it; {} for plain text. A QuerySet.update() writes no key: pass
-    `<field>=key_of(text)` there."""
-
-    def __init__(self, *args: Any, text_field: str = "", **kwargs: Any) -> None:
-        self.text_field = text_field
-        kwargs.setdefault("default", dict)
-        kwargs.setdefault("blank", True)
-        super().__init__(*args, **kwargs)
-
-    def deconstruct(self) -> Any:
-        name, path, args, kwargs = super().deconstruct()
-        kwargs["text_field"] = self.text_field
-        return name, path, args, kwargs
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        text = getattr(model_instance, self.text_field)
-        if isinstance(text, Text):
-            setattr(model_instance, self.attname, key_of(text))
-        return super().pre_save(model_instance, add)

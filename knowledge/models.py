@@ -8,8 +8,8 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-from core.models import MirroredModel, TimeStampedModel
-from core.stored_text import MessageKeyField, shown
+from core.models import MessageKeyField, MirroredModel, TimeStampedModel
+from core.stored_text import shown
 
 
 class DocumentStatus(models.TextChoices):

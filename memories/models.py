@@ -10,8 +10,8 @@ from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core.models import MirroredModel, MirrorState
-from core.stored_text import MessageKeyField, shown
+from core.models import MessageKeyField, MirroredModel, MirrorState
+from core.stored_text import shown
 from core.text import fingerprint
 
 

@@ -4,7 +4,7 @@ parameters) get its key here, so they are translated too. The texts are copied a
 
 from django.db import migrations
 
-import core.stored_text
+import core.models
 
 FIXED_ERRORS = [
     "cancelled by the user",
@@ -36,12 +36,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="document",
             name="error_key",
-            field=core.stored_text.MessageKeyField(blank=True, default=dict, text_field="error"),
+            field=core.models.MessageKeyField(blank=True, default=dict, text_field="error"),
         ),
         migrations.AddField(
             model_name="document",
             name="notice_key",
-            field=core.stored_text.MessageKeyField(blank=True, default=dict, text_field="notice"),
+            field=core.models.MessageKeyField(blank=True, default=dict, text_field="notice"),
         ),
         migrations.RunPython(key_fixed_messages, migrations.RunPython.noop),
     ]

@@ -17,9 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.utils.translation import gettext_noop
-
-from core.stored_text import Text
+from core.stored_text import Text, gettext_noop
 from knowledge.pipeline.convert import (
     ConversionError,
     Converted,

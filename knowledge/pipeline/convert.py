@@ -25,10 +25,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from django.utils.translation import gettext_noop
-
 from core.limits import clean_text
-from core.stored_text import Text
+from core.stored_text import Text, gettext_noop
 from core.text import without_paths
 from knowledge.pipeline.locations import Part, pdf_pages, workbook_sheets
 

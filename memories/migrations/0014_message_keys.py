@@ -5,7 +5,7 @@ migration."""
 
 from django.db import migrations
 
-import core.stored_text
+import core.models
 
 FIXED_REASONS = [
     "restored by hand",
@@ -35,17 +35,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="chatmessage",
             name="content_key",
-            field=core.stored_text.MessageKeyField(blank=True, default=dict, text_field="content"),
+            field=core.models.MessageKeyField(blank=True, default=dict, text_field="content"),
         ),
         migrations.AddField(
             model_name="memoryedit",
             name="reason_key",
-            field=core.stored_text.MessageKeyField(blank=True, default=dict, text_field="reason"),
+            field=core.models.MessageKeyField(blank=True, default=dict, text_field="reason"),
         ),
         migrations.AddField(
             model_name="proposal",
             name="reason_key",
-            field=core.stored_text.MessageKeyField(blank=True, default=dict, text_field="reason"),
+            field=core.models.MessageKeyField(blank=True, default=dict, text_field="reason"),
         ),
         migrations.RunPython(key_fixed_reasons, migrations.RunPython.noop),
     ]
