@@ -279,3 +279,27 @@ def test_a_bulk_action_made_in_english_offers_its_undo_in_chinese(logged_in, use
     assert "撤销：已归档 1 条记忆</button>" in listing
     undone = logged_in.post(reverse("memories_bulk_undo"), HTTP_HX_REQUEST="true", **ZH).text
     assert "已撤销：已归档 1 条记忆（已恢复 1 条记忆）。" in undone
+
+
+def test_a_passage_location_is_in_chinese_on_the_page_and_english_in_the_api(
+    logged_in, user, client, write_key
+):
+    from knowledge.models import Chunk
+
+    document = Document.objects.create(
+        user=user, title="Annual report", sha256="loc1", status=DocumentStatus.READY, progress=100
+    )
+    chunk = Chunk.objects.create(
+        document=document,
+        user=user,
+        namespace="default",
+        ordinal=0,
+        text="Revenue grew",
+        page_start=3,
+        page_end=4,
+    )
+    page = logged_in.get(reverse("document_detail", args=[document.pk]), **ZH).text
+    assert '<span class="tag location">第 3–4 页</span>' in page
+    english = logged_in.get(reverse("document_detail", args=[document.pk])).text
+    assert '<span class="tag location">pages 3–4</span>' in english
+    assert chunk.location == "pages 3–4"  # what the API and citations give, whatever the language
