@@ -21,6 +21,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone, translation
+from django.utils.translation import gettext_noop
 
 from agents.answers import (
     FIRST_PERSON,
@@ -39,6 +40,7 @@ from core.disk import DiskFull
 from core.limits import MAX_QUERY_CHARS
 from core.llm import Budget, Completion, LLMError, ToolCall, get_llm
 from core.models import ApiKey, PrivacySettings
+from core.stored_text import Text
 from knowledge.search import ChunkHit, search_chunks
 from memories.actions import access, forgetting, rules, write
 from memories.facts import SELF
@@ -63,6 +65,8 @@ SYSTEM_PROMPT = (
     "Cite knowledge passages as [n]."
 )
 CANCELLED = "cancelled: the client went away before the answer was ready"
+# Stored in place of a refused message (English, with its key: the chat page shows it translated).
+NOT_STORED = gettext_noop("[Not stored: %(reason)s.]")
 # Asking what Mnemo knows about oneself, in English or Chinese.
 ABOUT_ME = re.compile(
     r"\bwhat (?:do|did) you (?:know|remember) about me\b|\btell me (?:what you know )?about (?:me|myself)\b"
@@ -110,7 +114,7 @@ class Agent:
         # model; a refused message is replaced by the reason, and nothing from it is captured.
         with translation.override("en"):  # the reason is stored in the message: stored text stays English
             screened = privacy.screen(text, PrivacySettings.policies_for(self.user))
-        text = f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
+        text = Text(NOT_STORED, reason=screened.refused) if screened.refused else screened.text
         user_message = ChatMessage.objects.create(session=self.session, role=ChatRole.USER, content=text)
         saved = [] if screened.refused else self._capture(text, user_message)
         # A search reads a bounded query; a long message usually ends with what it asks.
@@ -175,7 +179,7 @@ class Agent:
             }
         with translation.override("en"):  # as in turn(): the reason goes into stored text
             screened = privacy.screen(text, policies)
-        return f"[Not stored: {screened.refused}.]" if screened.refused else screened.text
+        return Text(NOT_STORED, reason=screened.refused) if screened.refused else screened.text
 
     def run(self, text: str, history: list[dict] | None = None) -> TurnResult:
         for event in self.turn(text, history):

@@ -15,6 +15,7 @@ import uuid
 
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
@@ -146,7 +147,10 @@ def chat_completions(request: HttpRequest) -> HttpResponseBase:
 def _checked_conversation(text: str, history: list[dict]) -> str:
     """The turn's text, once it and the history are within the chat's limits."""
     if len(history) + 1 > MAX_CHAT_MESSAGES:
-        raise InputRejected(f"'messages' has {len(history) + 1} messages; the limit is {MAX_CHAT_MESSAGES}")
+        raise InputRejected(
+            gettext("'messages' has %(count)s messages; the limit is %(max_chat_messages)s")
+            % {"count": len(history) + 1, "max_chat_messages": MAX_CHAT_MESSAGES}
+        )
     total = len(text) + sum(len(message["content"]) for message in history)
     if total > MAX_CHAT_TOTAL_CHARS:
         raise InputRejected(

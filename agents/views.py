@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_noop, ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.agent import Agent, saved_records, session_end, undo_saved
@@ -47,7 +47,9 @@ SESSIONS_PER_PAGE = 50
 SIDEBAR_SESSIONS = 15
 MESSAGES_SHOWN = 200
 SESSION_TEMPLATE = "agents/chat_session.html"
-UNEXPECTED_FAILURE = "The answer failed unexpectedly. Your message was kept; reload the page and try again."
+UNEXPECTED_FAILURE = gettext_noop(
+    "The answer failed unexpectedly. Your message was kept; reload the page and try again."
+)
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
@@ -277,7 +279,7 @@ def chat_send(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResponse:
         result = Agent(user=request.user, session=session, request=request).run(form.cleaned_data["text"])
     except Exception:  # provider failures are answers already; anything else must not become a 500 page
         logger.exception("chat turn failed in session %s", session.pk)
-        messages.error(request, UNEXPECTED_FAILURE)
+        messages.error(request, _(UNEXPECTED_FAILURE))
         return redirect(_session_url(session))
     return redirect(_session_url(session, result.message))
 
@@ -307,7 +309,7 @@ def _turn_events(request: AuthenticatedHttpRequest, agent: Agent, text: str) -> 
                 yield _event("done", {"id": str(message.pk), "html": html.strip()})
     except Exception:  # the response has started, so a failure can only be reported inside the stream
         logger.exception("chat turn failed in session %s", agent.session.pk)
-        yield _event("error", {"message": UNEXPECTED_FAILURE})
+        yield _event("error", {"message": _(UNEXPECTED_FAILURE)})
 
 
 @login_required

@@ -5,6 +5,7 @@ from typing import cast
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext
 from ninja import Body, File, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
@@ -157,7 +158,9 @@ def import_data(request: HttpRequest, file: File[UploadedFile]):
     assert file.size is not None  # Django's upload handlers always count it
     if file.size > settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024:
         raise HttpError(
-            413, f"the archive is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB"
+            413,
+            gettext("the archive is larger than MNEMO_MAX_UPLOAD_MB=%(limit)s MB")
+            % {"limit": settings.MNEMO_MAX_UPLOAD_MB},
         )
     imported = portability.import_upload(file, as_username=_owner(request).get_username())
     return Status(201, {"username": imported.username, "counts": imported.counts, "merged": imported.merged})

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from core.errors import RequestRefused
 
@@ -40,16 +41,23 @@ class ArchiveReader:
         try:
             self.zip = zipfile.ZipFile(path)
         except (OSError, zipfile.BadZipFile, ValueError) as exc:
-            raise PortabilityError(f"this is not a Mnemo export archive ({type(exc).__name__})") from None
+            raise PortabilityError(
+                _("this is not a Mnemo export archive (%(type)s)") % {"type": type(exc).__name__}
+            ) from None
         self.members = {member.filename: member for member in self.zip.infolist()}
         declared = sum(member.file_size for member in self.members.values())
         if declared > MAX_UNPACKED_BYTES:
             self.zip.close()
-            raise PortabilityError(f"the archive unpacks to more than {_megabytes(MAX_UNPACKED_BYTES)}")
+            raise PortabilityError(
+                _("the archive unpacks to more than %(megabytes)s")
+                % {"megabytes": _megabytes(MAX_UNPACKED_BYTES)}
+            )
         for name in (MANIFEST, DATA):
             if name not in self.members:
                 self.zip.close()
-                raise PortabilityError(f"this is not a Mnemo export archive (it has no {name})")
+                raise PortabilityError(
+                    _("this is not a Mnemo export archive (it has no %(name)s)") % {"name": name}
+                )
 
     def __enter__(self) -> "ArchiveReader":
         return self
@@ -62,9 +70,9 @@ class ArchiveReader:
         try:
             manifest = json.loads(raw)
         except (ValueError, RecursionError):
-            raise PortabilityError(f"{MANIFEST} is not JSON") from None
+            raise PortabilityError(_("%(manifest)s is not JSON") % {"manifest": MANIFEST}) from None
         if not isinstance(manifest, dict):
-            raise PortabilityError(f"{MANIFEST} is not a JSON object")
+            raise PortabilityError(_("%(manifest)s is not a JSON object") % {"manifest": MANIFEST})
         return manifest
 
     def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -80,14 +88,25 @@ class ArchiveReader:
                     position += 1
                     read += len(line)
                     if read > MAX_UNPACKED_BYTES:
-                        raise PortabilityError(f"{DATA} holds more than {_megabytes(MAX_UNPACKED_BYTES)}")
+                        raise PortabilityError(
+                            _("%(data)s holds more than %(megabytes)s")
+                            % {"data": DATA, "megabytes": _megabytes(MAX_UNPACKED_BYTES)}
+                        )
                     if len(line) > MAX_ROW_BYTES:
-                        raise PortabilityError(f"row {position} is over {_megabytes(MAX_ROW_BYTES)} as JSON")
+                        raise PortabilityError(
+                            _("row %(position)s is over %(megabytes)s as JSON")
+                            % {"position": position, "megabytes": _megabytes(MAX_ROW_BYTES)}
+                        )
                     if position > MAX_ROWS:
-                        raise PortabilityError(f"{DATA} holds more than {MAX_ROWS:,} rows")
+                        raise PortabilityError(
+                            _("%(data)s holds more than %(max_rows)s rows")
+                            % {"data": DATA, "max_rows": f"{MAX_ROWS:,}"}
+                        )
                     yield position, _parsed(line, position)
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise PortabilityError(f"{DATA} could not be read ({type(exc).__name__})") from None
+            raise PortabilityError(
+                _("%(data)s could not be read (%(type)s)") % {"data": DATA, "type": type(exc).__name__}
+            ) from None
 
     def file_size(self, stored: str) -> int | None:
         """The declared size of the file a row names, None when the archive lacks it."""
@@ -102,9 +121,13 @@ class ArchiveReader:
             with self.zip.open(name) as member:
                 content = member.read(limit + 1)
         except (KeyError, zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise PortabilityError(f"{name} could not be read ({type(exc).__name__})") from None
+            raise PortabilityError(
+                _("%(name)s could not be read (%(type)s)") % {"name": name, "type": type(exc).__name__}
+            ) from None
         if len(content) > limit:
-            raise PortabilityError(f"{name} is over {_megabytes(limit)}")
+            raise PortabilityError(
+                _("%(name)s is over %(megabytes)s") % {"name": name, "megabytes": _megabytes(limit)}
+            )
         return content
 
 
@@ -115,13 +138,16 @@ def max_file_bytes() -> int:
 
 def _parsed(line: bytes, position: int) -> dict[str, Any]:
     if not line.strip():
-        raise PortabilityError(f"row {position} is empty: each line of {DATA} is one row")
+        raise PortabilityError(
+            _("row %(position)s is empty: each line of %(data)s is one row")
+            % {"position": position, "data": DATA}
+        )
     try:
         row = json.loads(line)
     except UnicodeDecodeError:
-        raise PortabilityError(f"row {position} is not UTF-8 text") from None
+        raise PortabilityError(_("row %(position)s is not UTF-8 text") % {"position": position}) from None
     except (ValueError, RecursionError):
-        raise PortabilityError(f"row {position} is not JSON") from None
+        raise PortabilityError(_("row %(position)s is not JSON") % {"position": position}) from None
     if not isinstance(row, dict) or not isinstance(row.get("fields"), dict) or "pk" not in row:
         raise PortabilityError(
             f'row {position} is not a row of an export (an object with "model", "pk", "fields")'

@@ -17,6 +17,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext as _
 
 from console.archive import PortabilityError
 from conversations.models import AgentSession
@@ -61,9 +62,13 @@ def row_values(model: type[models.Model], row: dict[str, Any], position: int) ->
         except PortabilityError:
             raise
         except ValidationError as exc:
-            raise PortabilityError(f"{where}: {'; '.join(exc.messages)}") from None
+            raise PortabilityError(
+                _("%(where)s: %(items)s") % {"where": where, "items": "; ".join(exc.messages)}
+            ) from None
         except (TypeError, ValueError, OverflowError, AttributeError):
-            raise PortabilityError(f"{where} is not a value of its kind: {_shown(raw)}") from None
+            raise PortabilityError(
+                _("%(where)s is not a value of its kind: %(shown)s") % {"where": where, "shown": _shown(raw)}
+            ) from None
     _check_by_model(model, values, position)
     return values
 
@@ -73,26 +78,34 @@ def _checked(field: models.Field, raw: Any, where: str) -> Any:
         _check_json_value(raw, where, depth=0)
         size = len(json.dumps(raw, ensure_ascii=False).encode())
         if size > MAX_JSON_BYTES:
-            raise PortabilityError(f"{where} is {size:,} bytes as JSON; the limit is {MAX_JSON_BYTES:,}")
+            raise PortabilityError(
+                _("%(where)s is %(size)s bytes as JSON; the limit is %(max_json_bytes)s")
+                % {"where": where, "size": f"{size:,}", "max_json_bytes": f"{MAX_JSON_BYTES:,}"}
+            )
         return raw
     if isinstance(field, models.FileField):
         if not isinstance(raw, str):
-            raise PortabilityError(f"{where} must name a file")
+            raise PortabilityError(_("%(where)s must name a file") % {"where": where})
         return raw
     if isinstance(raw, str) and not isinstance(field, models.CharField | models.TextField):
         pass  # a date or a number as text: to_python reads it
     elif isinstance(field, models.FloatField | models.IntegerField) and not _is_number(raw):
         if not (raw is None and field.null):  # a nullable number (a chunk's page) may be null
-            raise PortabilityError(f"{where} must be a number, got {_shown(raw)}")
+            raise PortabilityError(
+                _("%(where)s must be a number, got %(shown)s") % {"where": where, "shown": _shown(raw)}
+            )
     value = field.to_python(raw)
     if isinstance(value, str):
         _check_storable(value, where, field)
     if isinstance(value, float) and not math.isfinite(value):
-        raise PortabilityError(f"{where} is not a finite number")
+        raise PortabilityError(_("%(where)s is not a finite number") % {"where": where})
     if isinstance(value, datetime) and not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
-        raise PortabilityError(f"{where} must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR}")
+        raise PortabilityError(
+            _("%(where)s must fall between the years %(earliest_year)s and %(latest_year)s")
+            % {"where": where, "earliest_year": EARLIEST_YEAR, "latest_year": LATEST_YEAR}
+        )
     if value is None and not field.null:
-        raise PortabilityError(f"{where} must not be null")
+        raise PortabilityError(_("%(where)s must not be null") % {"where": where})
     if value is not None:
         field.validate(value, None)  # choices and blank
         field.run_validators(value)  # lengths and the column's integer range
@@ -106,7 +119,10 @@ def _is_number(value: Any) -> bool:
 def _check_storable(value: str, where: str, field: models.Field) -> None:
     cap = field.max_length or MAX_TEXT_CHARS
     if f"{field.model._meta.label_lower}.{field.name}" not in UNBOUNDED_TEXT and len(value) > cap:
-        raise PortabilityError(f"{where} is {len(value):,} characters long; the limit is {cap:,}")
+        raise PortabilityError(
+            _("%(where)s is %(count)s characters long; the limit is %(cap)s")
+            % {"where": where, "count": f"{len(value):,}", "cap": f"{cap:,}"}
+        )
     bad = next((position for position, char in enumerate(value) if ord(char) in _SURROGATE_OR_NUL), None)
     if bad is not None:
         raise PortabilityError(
@@ -116,12 +132,17 @@ def _check_storable(value: str, where: str, field: models.Field) -> None:
 
 def _check_json_value(value: Any, where: str, depth: int) -> None:
     if depth > MAX_JSON_DEPTH:
-        raise PortabilityError(f"{where} nests deeper than {MAX_JSON_DEPTH} levels")
+        raise PortabilityError(
+            _("%(where)s nests deeper than %(max_json_depth)s levels")
+            % {"where": where, "max_json_depth": MAX_JSON_DEPTH}
+        )
     if isinstance(value, str):
         if any(ord(char) in _SURROGATE_OR_NUL for char in value):
-            raise PortabilityError(f"{where} holds NUL or an unpaired surrogate, which no database stores")
+            raise PortabilityError(
+                _("%(where)s holds NUL or an unpaired surrogate, which no database stores") % {"where": where}
+            )
     elif isinstance(value, float) and not math.isfinite(value):
-        raise PortabilityError(f"{where} holds a number that is not finite")
+        raise PortabilityError(_("%(where)s holds a number that is not finite") % {"where": where})
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_json_value(key, where, depth + 1)
@@ -140,10 +161,12 @@ def _check_by_model(model: type[models.Model], values: dict[str, Any], position:
         elif model is AgentSession:
             check_text(values.get("key", ""), "key", MAX_NAME_CHARS)
             if not values.get("key", "").strip():
-                raise PortabilityError("the session's key must not be empty")
+                raise PortabilityError(_("the session's key must not be empty"))
             check_json(values.get("metadata", {}), "metadata")
     except RequestRefused as exc:
-        raise PortabilityError(f"row {position} ({label}): {exc}") from None
+        raise PortabilityError(
+            _("row %(position)s (%(label)s): %(exc)s") % {"position": position, "label": label, "exc": exc}
+        ) from None
 
 
 def check_username(name: Any) -> str:
@@ -151,7 +174,7 @@ def check_username(name: Any) -> str:
     field = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD)
     assert isinstance(field, models.Field)
     if not isinstance(name, str) or not name.strip():
-        raise PortabilityError("the archive's manifest names no username")
+        raise PortabilityError(_("the archive's manifest names no username"))
     try:
         field.clean(name, None)
     except ValidationError as exc:

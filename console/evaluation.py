@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from console import metrics
 from console.models import EvaluationRun, GoldenQuestion, RunScope, Target
@@ -53,7 +54,9 @@ def parse_ids(values: Iterable[str | uuid.UUID]) -> list[uuid.UUID]:
         except ValueError:
             bad.append(str(value)[:40])
     if bad:
-        raise EvaluationError(f"not an id: {', '.join(repr(value) for value in bad[:5])}")
+        raise EvaluationError(
+            gettext("not an id: %(items)s") % {"items": ", ".join(repr(value) for value in bad[:5])}
+        )
     return list(dict.fromkeys(ids))
 
 
@@ -62,16 +65,21 @@ def _owned[M: (Memory, Chunk)](model: type[M], user: User, ids: list[uuid.UUID],
     missing = [str(pk) for pk in ids if pk not in {row.pk for row in rows}]
     if missing:
         # The same words whether the row is someone else's or does not exist: ids reveal nothing.
-        raise EvaluationError(f"no {label} of yours has the id {', '.join(missing[:5])}")
+        raise EvaluationError(
+            gettext("no %(label)s of yours has the id %(items)s")
+            % {"label": label, "items": ", ".join(missing[:5])}
+        )
     return rows
 
 
 def _clean_text(text: str) -> str:
     text = (text or "").strip()
     if not text:
-        raise EvaluationError("the question must not be empty")
+        raise EvaluationError(gettext("the question must not be empty"))
     if len(text) > MAX_TEXT:
-        raise EvaluationError(f"the question is longer than {MAX_TEXT} characters")
+        raise EvaluationError(
+            gettext("the question is longer than %(max_text)s characters") % {"max_text": MAX_TEXT}
+        )
     return text
 
 
@@ -108,7 +116,9 @@ def _checked_answers(
     since keep it saveable, shown as needing answers.
     """
     if target not in Target.values:
-        raise EvaluationError(f"target must be one of {', '.join(Target.values)}")
+        raise EvaluationError(
+            gettext("target must be one of %(items)s") % {"items": ", ".join(Target.values)}
+        )
     memory_ids, chunk_ids = parse_ids(memory_ids), parse_ids(chunk_ids)
     if target == Target.MEMORIES and chunk_ids:
         raise EvaluationError(
@@ -119,14 +129,18 @@ def _checked_answers(
             "a knowledge question expects chunks, not memories (send expected_memory_ids: [])"
         )
     if target == Target.MEMORIES and any(namespace.strip() for namespace in namespaces):
-        raise EvaluationError("namespaces apply to knowledge questions only")
+        raise EvaluationError(gettext("namespaces apply to knowledge questions only"))
     answers = _Answers(
-        _owned(Memory, user, memory_ids, "memory"), _owned(Chunk, user, chunk_ids, "chunk"), []
+        _owned(Memory, user, memory_ids, gettext("memory")),
+        _owned(Chunk, user, chunk_ids, gettext("chunk")),
+        [],
     )
     if no_answer and (answers.memories or answers.chunks):
-        raise EvaluationError("a question marked “no answer expected” cannot also expect answers")
+        raise EvaluationError(gettext("a question marked “no answer expected” cannot also expect answers"))
     if require_answers and not no_answer and not (answers.memories or answers.chunks):
-        raise EvaluationError("expect at least one answer, or mark the question “no answer expected”")
+        raise EvaluationError(
+            gettext("expect at least one answer, or mark the question “no answer expected”")
+        )
     if target == Target.KNOWLEDGE:
         chosen = _clean_namespaces(namespaces)
         held = {chunk.namespace for chunk in answers.chunks}
@@ -145,7 +159,9 @@ def _save(question: GoldenQuestion, answers: _Answers) -> GoldenQuestion:
         with transaction.atomic():  # a savepoint: the caller's transaction survives a duplicate
             question.save()
     except IntegrityError:
-        raise EvaluationError("you already have a golden question with this text for this target") from None
+        raise EvaluationError(
+            gettext("you already have a golden question with this text for this target")
+        ) from None
     question.expected_memories.set(answers.memories)
     question.expected_chunks.set(answers.chunks)
     return question
@@ -266,7 +282,9 @@ def search_settings() -> dict:
 def evaluation_run(*, user: User, scope: str = RunScope.ALL) -> EvaluationRun:
     """Run the user's golden questions in `scope` now and store the run; nothing is stored when search is down."""
     if scope not in RunScope.values:
-        raise EvaluationError(f"scope must be one of {', '.join(RunScope.values)}")
+        raise EvaluationError(
+            gettext("scope must be one of %(items)s") % {"items": ", ".join(RunScope.values)}
+        )
     questions = list(
         GoldenQuestion.objects.for_user(user)
         .in_scope(scope)
@@ -278,7 +296,9 @@ def evaluation_run(*, user: User, scope: str = RunScope.ALL) -> EvaluationRun:
     )
     scored = [question for question in questions if not question.needs_answers]
     if not questions:
-        raise EvaluationError(f"no golden question to run in scope “{scope}”: add some first")
+        raise EvaluationError(
+            gettext("no golden question to run in scope “%(scope)s”: add some first") % {"scope": scope}
+        )
     if not scored:
         raise EvaluationError(
             f"no golden question to run in scope “{scope}”: every one needs expected answers"
@@ -328,11 +348,15 @@ def _evaluate(user: User, question: GoldenQuestion) -> dict:
         store, collection = chunk_store, knowledge_search.COLLECTION
         where = {"user_id": str(user.pk), "namespace": list(question.namespaces or ["default"])}
     if result.notice:  # the searches fall back (or give up) when the vector store is down
-        raise EvaluationError(f"search is degraded, so no run was stored: {result.notice}", 503)
+        raise EvaluationError(
+            gettext("search is degraded, so no run was stored: %(notice)s") % {"notice": result.notice}, 503
+        )
     try:
         rankings = hybrid.signal_rankings(store(), collection, query=question.text, where=where, limit=LIMIT)
     except VectorStoreError as exc:
-        raise EvaluationError(f"the vector store is unavailable ({exc}); no run was stored", 503) from None
+        raise EvaluationError(
+            gettext("the vector store is unavailable (%(exc)s); no run was stored") % {"exc": exc}, 503
+        ) from None
     ids = [point_id for point_id, _ in returned]
     signals = {}
     for name in [*stores.embedding_set().dimensions, hybrid.LEXICAL]:

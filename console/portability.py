@@ -38,6 +38,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
 from django.db.models import Model, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from console.archive import DATA, FILES, MANIFEST, ArchiveReader, PortabilityError, max_file_bytes
 from console.archive_rows import check_username, row_values
@@ -206,7 +207,9 @@ def import_archive(path: Path, *, as_username: str | None = None) -> Imported:
     with ArchiveReader(path) as reader:
         manifest = reader.manifest()
         if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-            raise PortabilityError(f"this is not a version {VERSION} Mnemo export archive")
+            raise PortabilityError(
+                _("this is not a version %(version)s Mnemo export archive") % {"version": VERSION}
+            )
         source = check_username(manifest.get("username"))
         target = check_username(as_username or source)
         _survey(reader, source)
@@ -237,7 +240,10 @@ def _model(row: dict[str, Any], position: int) -> type[Model]:
     label = FORMER_LABELS.get(label, label) if isinstance(label, str) else label
     model = models.get(label) if isinstance(label, str) else None
     if model is None:
-        raise PortabilityError(f"row {position} is a {label!r}, which an archive does not hold")
+        raise PortabilityError(
+            _("row %(position)s is a %(label)s, which an archive does not hold")
+            % {"position": position, "label": repr(label)}
+        )
     row["model"] = label  # an earlier label, as it is called now
     return model
 
@@ -264,7 +270,10 @@ def _survey(reader: ArchiveReader, source: str) -> None:
                 continue
             if value is None:
                 if not relation.null and not relation.many_to_many:
-                    raise PortabilityError(f"row {position} ({_label(model)}) lacks its {relation.name}")
+                    raise PortabilityError(
+                        _("row %(position)s (%(label)s) lacks its %(name)s")
+                        % {"position": position, "label": _label(model), "name": relation.name}
+                    )
                 continue
             if relation.many_to_many and not isinstance(value, list):
                 raise PortabilityError(
@@ -278,7 +287,10 @@ def _survey(reader: ArchiveReader, source: str) -> None:
         present.add((_label(model), str(row["pk"])))
     for position, target, pk in references:
         if (target, pk) not in present:
-            raise PortabilityError(f"row {position} points at a {target} the archive does not hold")
+            raise PortabilityError(
+                _("row %(position)s points at a %(target)s the archive does not hold")
+                % {"position": position, "target": target}
+            )
 
 
 def _relations(model: type[Model]):
@@ -294,7 +306,10 @@ def _check_file(reader: ArchiveReader, model: type[Model], values: dict[str, Any
     if not stored:
         return
     if stored.rsplit("/", 1)[-1] in ("", ".", "..") or stored.startswith("/"):
-        raise PortabilityError(f"row {position} ({_label(model)}) names a file without a usable name")
+        raise PortabilityError(
+            _("row %(position)s (%(label)s) names a file without a usable name")
+            % {"position": position, "label": _label(model)}
+        )
     size = reader.file_size(stored)
     if size is None:
         raise PortabilityError(
@@ -382,7 +397,10 @@ class _Load:
         try:
             [item] = serializers.deserialize("python", [row], handle_forward_references=True)
         except DeserializationError as exc:
-            raise PortabilityError(f"row {position} ({_label(model)}) could not be read: {exc}") from None
+            raise PortabilityError(
+                _("row %(position)s (%(label)s) could not be read: %(exc)s")
+                % {"position": position, "label": _label(model), "exc": exc}
+            ) from None
         if model in RENUMBERED:
             item.object.pk = None
         file_field = FILE_FIELDS.get(model, "")

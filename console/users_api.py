@@ -8,6 +8,7 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext, gettext_noop
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
@@ -15,7 +16,7 @@ from console.users import UserSummary, find_users, summarize
 from core.pagination import MAX_OFFSET
 
 router = Router(tags=["admin"])
-STAFF_ONLY = "This endpoint needs an API key whose owner is staff."
+STAFF_ONLY = gettext_noop("This endpoint needs an API key whose owner is staff.")
 
 
 class UserOut(Schema):
@@ -62,7 +63,7 @@ def _out(summary: UserSummary) -> dict:
 
 def _require_staff(request: HttpRequest) -> None:
     if not request.auth.user.is_staff:  # type: ignore[attr-defined]
-        raise HttpError(403, STAFF_ONLY)
+        raise HttpError(403, gettext(STAFF_ONLY))
 
 
 @router.get("/admin/users", response=UserPageOut, summary="List users (staff keys only)")

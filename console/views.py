@@ -26,7 +26,7 @@ from knowledge.models import Chunk, Document
 from knowledge.search import search_chunks
 from memories import facets
 from memories.history import most_and_least_retrieved
-from memories.models import Entity, Memory
+from memories.models import Entity, Memory, MemoryType
 from memories.profile import user_profile
 from memories.retrieval import search_memories
 
@@ -69,12 +69,15 @@ def summary_rows(run: EvaluationRun, previous: EvaluationRun | None) -> list[dic
             }
         )
 
-    add("overall", "Fused search (the product)", run.summary.get("overall", {}), before.get("overall"))
+    add("overall", _("Fused search (the product)"), run.summary.get("overall", {}), before.get("overall"))
+    # The summary's keys are stored values (a target, a memory type, a signal's name): shown by their label in
+    # the page's language, the signals' technical names as they are.
+    labels = {"target": dict(Target.choices), "type": dict(MemoryType.choices), "signal": {}}
     for key, group in (("by_target", "target"), ("by_signal", "signal"), ("by_type", "type")):
-        for label, summary in run.summary.get(key, {}).items():
+        for name, summary in run.summary.get(key, {}).items():
             if key == "by_target" and len(run.summary[key]) < 2:
                 continue  # one target: the same numbers as overall
-            add(group, label, summary, before.get(key, {}).get(label))
+            add(group, str(labels[group].get(name, name)), summary, before.get(key, {}).get(name))
     return rows
 
 

@@ -9,6 +9,9 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.models import MessageKeyField
+from core.stored_text import shown
+
 
 class AgentSessionQuerySet(models.QuerySet):
     def for_user(self, user):
@@ -56,6 +59,8 @@ class ChatMessage(models.Model):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=10, choices=ChatRole)
     content = models.TextField(blank=True)
+    # A note Mnemo wrote in place of the content ("[Not stored: …]") keeps its message key for the chat page.
+    content_key = MessageKeyField(text_field="content")
     # OpenAI-style tool calls with their results, in the order the agent made them.
     tool_calls = models.JSONField(default=list, blank=True)
     # Ids of the memories and chunks put into the prompt, for citations: {"memories": [...], "chunks": [...]}.
@@ -71,3 +76,8 @@ class ChatMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+    @property
+    def content_shown(self) -> str:
+        """The content, or the note Mnemo wrote in its place in the reader's language."""
+        return shown(self.content, self.content_key)

@@ -5,6 +5,7 @@ from typing import cast
 
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 from ninja.errors import HttpError
 from ninja.security import APIKeyHeader, HttpBearer
 
@@ -66,7 +67,7 @@ def request_key_header(request: HttpRequest) -> str:
     return request.headers.get("X-API-Key", "")
 
 
-READ_ONLY = "This API key is read-only; create a key with the write scope to change data."
+READ_ONLY = gettext_noop("This API key is read-only; create a key with the write scope to change data.")
 
 
 def _ninja_key(request: HttpRequest, raw_key: str, *, write: bool) -> ApiKey | None:
@@ -75,7 +76,7 @@ def _ninja_key(request: HttpRequest, raw_key: str, *, write: bool) -> ApiKey | N
     except TooManyKeyFailures as exc:
         raise HttpError(429, str(exc)) from None
     if write and api_key is not None and not api_key.can_write:
-        raise HttpError(403, READ_ONLY)
+        raise HttpError(403, gettext(READ_ONLY))
     return api_key
 
 
@@ -114,5 +115,5 @@ def require_write(request: HttpRequest) -> ApiKey:
     decides whether they write (a tool's action, a dedupe that is not a dry run); the others say WRITE_AUTH."""
     api_key = cast(ApiRequest, request).auth
     if not api_key.can_write:
-        raise HttpError(403, READ_ONLY)
+        raise HttpError(403, gettext(READ_ONLY))
     return api_key

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+from django.utils.translation import gettext_noop
 
 from core.errors import RequestRefused
+from core.stored_text import Text
 from core.vectorstore import VectorStoreError
 
 MB = 1024 * 1024
@@ -62,10 +64,12 @@ class DiskSpace:
     def ok(self) -> bool:
         return self.spare > 0
 
-    def describe(self) -> str:
-        return (
-            f"{_mb(self.free)} free of {_mb(self.total)}; {_mb(self.reserve)} kept in reserve "
-            "(MNEMO_DISK_RESERVE_MB)"
+    def describe(self) -> Text:
+        return Text(
+            gettext_noop("%(free)s free of %(total)s; %(reserve)s kept in reserve (MNEMO_DISK_RESERVE_MB)"),
+            free=_mb(self.free),
+            total=_mb(self.total),
+            reserve=_mb(self.reserve),
         )
 
 
@@ -116,16 +120,19 @@ def require_space(needed: int, what: str) -> None:
     """Raise DiskFull unless `needed` more bytes leave the reserve untouched; `what` names them for the user."""
     space = disk_space()
     if needed > space.spare:
-        amount = f"{_mb(needed)} needed, " if needed else ""
-        raise DiskFull(
-            f"Not enough disk space to store {what}: {amount}{_mb(space.free)} free and {_mb(space.reserve)} "
-            "kept in reserve. Free some space (delete documents or memories, or ask the operator) and try again.",
-            needed,
+        amount = Text(gettext_noop("%(size)s needed, "), size=_mb(needed)) if needed else ""
+        message = gettext_noop(
+            "Not enough disk space to store %(what)s: %(amount)s%(free)s free and %(reserve)s kept in reserve. "
+            "Free some space (delete documents or memories, or ask the operator) and try again."
         )
+        free, reserve = _mb(space.free), _mb(space.reserve)
+        raise DiskFull(Text(message, what=what, amount=amount, free=free, reserve=reserve), needed)
 
 
 def require_vector_room() -> None:
     """The embedded vector store's check before it grows its files (core.vectorstore.edge)."""
     space = disk_space()
     if not space.ok:
-        raise NoRoomForVectors(f"The vector store has no room to write: {space.describe()}.")
+        raise NoRoomForVectors(
+            Text(gettext_noop("The vector store has no room to write: %(space)s."), space=space.describe())
+        )

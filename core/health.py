@@ -13,8 +13,22 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.db import connection, connections
+from django.utils.translation import gettext_lazy
 
 from core import disk, dispatch, mirrors, stores
+
+# The concerns' names on the Health page; the API and the page's data-concern keep the English key.
+CONCERNS = {
+    "database": gettext_lazy("database"),
+    "disk": gettext_lazy("disk"),
+    "vectors": gettext_lazy("vectors"),
+    "mirrors": gettext_lazy("mirrors"),
+    "graph": gettext_lazy("graph"),
+    "embeddings": gettext_lazy("embeddings"),
+    "worker": gettext_lazy("worker"),
+    "llm": gettext_lazy("LLM"),
+}
+PROBLEMS = {"disk": gettext_lazy("low on space"), "mirrors": gettext_lazy("behind")}
 
 
 @dataclass(frozen=True)
@@ -29,9 +43,14 @@ class Check:
         return asdict(self)
 
     @property
+    def label(self) -> str:
+        """The concern's name in the page's language."""
+        return str(CONCERNS.get(self.concern, self.concern))
+
+    @property
     def problem(self) -> str:
         """What a failed check means, in a word or two for the health page."""
-        return {"disk": "low on space", "mirrors": "behind"}.get(self.concern, "unreachable")
+        return str(PROBLEMS.get(self.concern, gettext_lazy("unreachable")))
 
 
 BUDGET_SECONDS = 1.5

@@ -1,11 +1,14 @@
 import hashlib
 import secrets
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from core.stored_text import Text, key_of
 
 
 class TimeStampedModel(models.Model):
@@ -115,13 +118,13 @@ class PrivacySettings(models.Model):
         max_length=6,
         choices=PrivacyAction,
         default=PrivacyAction.MASK,
-        help_text="API keys, tokens, passwords, private keys.",
+        help_text=_("API keys, tokens, passwords, private keys."),
     )
     personal = models.CharField(
         max_length=6,
         choices=PrivacyAction,
         default=PrivacyAction.KEEP,
-        help_text="Phone numbers, payment card numbers, ID numbers (身份证号, SSN).",
+        help_text=_("Phone numbers, payment card numbers, ID numbers (身份证号, SSN)."),
     )
 
     class Meta:
@@ -184,3 +187,26 @@ class MirrorOutbox(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.object_id}"
+
+
+class MessageKeyField(models.JSONField):
+    """The key of the text in `text_field` (a sibling column; core.stored_text), filled in from a Text whenever the row is saved or
+    bulk-created, so no service has to remember it; {} for plain text. A QuerySet.update() writes no key: pass
+    `<field>=key_of(text)` there."""
+
+    def __init__(self, *args: Any, text_field: str = "", **kwargs: Any) -> None:
+        self.text_field = text_field
+        kwargs.setdefault("default", dict)
+        kwargs.setdefault("blank", True)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        kwargs["text_field"] = self.text_field
+        return name, path, args, kwargs
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        text = getattr(model_instance, self.text_field)
+        if isinstance(text, Text):
+            setattr(model_instance, self.attname, key_of(text))
+        return super().pre_save(model_instance, add)

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_noop
 
 from core.limits import InputRejected
 from core.secrets import find_secrets, placeholder
+from core.stored_text import Text, joined
 
 SECRET, PERSONAL = "secret", "personal"
 MASK, KEEP, REFUSE = "mask", "keep", "refuse"
@@ -29,15 +29,18 @@ _CN_RESIDENT_ID = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
 _US_SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 PHONE_REGIONS = ("CN", "US", "GB")  # how a number without a country code is read
 
+# English msgids: a refusal names them in a core.stored_text.Text, translated where it is shown.
 LABELS = {
-    "api_key": gettext_lazy("an API key or token"),
-    "password": gettext_lazy("a password or secret value"),
-    "private_key": gettext_lazy("a private key"),
-    "phone": gettext_lazy("a phone number"),
-    "card": gettext_lazy("a payment card number"),
-    "cn_resident_id": gettext_lazy("a Chinese resident ID number (身份证号)"),
-    "us_ssn": gettext_lazy("a US social security number"),
+    "api_key": gettext_noop("an API key or token"),
+    "password": gettext_noop("a password or secret value"),
+    "private_key": gettext_noop("a private key"),
+    "phone": gettext_noop("a phone number"),
+    "card": gettext_noop("a payment card number"),
+    "cn_resident_id": gettext_noop("a Chinese resident ID number (身份证号)"),
+    "us_ssn": gettext_noop("a US social security number"),
 }
+NOT_STORED = gettext_noop("%(what)s was not stored: %(reason)s")
+REFUSED = gettext_noop("it contains %(kinds)s, which your privacy settings refuse to store")
 
 
 @dataclass(frozen=True)
@@ -112,18 +115,20 @@ def screen_for(user, text: str, what: str) -> Screened:
 
     screened = screen(text, PrivacySettings.policies_for(user))
     if screened.refused:
-        raise Refused(_("%(what)s was not stored: %(reason)s") % {"what": what, "reason": screened.refused})
+        raise Refused(Text(NOT_STORED, what=what, reason=screened.refused))
     return screened
 
 
 def screen(text: str, policies: dict[str, str]) -> Screened:
     """Apply the policies ({SECRET: mask|keep|refuse, PERSONAL: …}) to what `find` finds in `text`."""
     findings = find(text)
-    refused = sorted({str(LABELS[f.kind]) for f in findings if policies[f.category] == REFUSE})
+    refused = sorted(
+        {f.kind for f in findings if policies[f.category] == REFUSE}, key=lambda kind: LABELS[kind]
+    )
     if refused:
-        reason = _("it contains %(kinds)s, which your privacy settings refuse to store") % {
-            "kinds": ", ".join(refused)
-        }
+        # English with its message key (core.stored_text): the chat stores it in its "[Not stored: …]" note, a
+        # document in its error, and a refusal (core.errors) reads in the request's language.
+        reason = Text(REFUSED, kinds=joined(", ", [Text(LABELS[kind]) for kind in refused]))
         return Screened(text, findings, reason, policies)
     masked = text
     for finding in reversed(findings):
@@ -144,9 +149,7 @@ def screen_json_for(user, value: Any, what: str) -> tuple[Any, list[dict]]:
         if isinstance(item, str):
             screened = screen(item, policies)
             if screened.refused:
-                raise Refused(
-                    _("%(what)s was not stored: %(reason)s") % {"what": what, "reason": screened.refused}
-                )
+                raise Refused(Text(NOT_STORED, what=what, reason=screened.refused))
             record.extend(screened.record())
             return screened.text
         if isinstance(item, dict):

@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
+from django.utils.translation import gettext as _
 from ninja import Schema
 from pydantic import (
     AfterValidator,
@@ -91,13 +92,16 @@ FormFlag = Annotated[bool, BeforeValidator(_form_flag)]
 def _iso_text(value: Any) -> Any:
     # pydantic would also read a number, or a string of one, as seconds since 1970.
     if not isinstance(value, str) or not _ISO_DATE.match(value):
-        raise ValueError("must be an ISO 8601 date-time string such as 2026-12-04T10:00:00Z")
+        raise ValueError(_("must be an ISO 8601 date-time string such as 2026-12-04T10:00:00Z"))
     return value
 
 
 def _in_years(moment: datetime) -> datetime:
     if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
-        raise ValueError(f"must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR} (got {moment.year})")
+        raise ValueError(
+            _("must fall between the years %(earliest)s and %(latest)s (got %(year)s)")
+            % {"earliest": EARLIEST_YEAR, "latest": LATEST_YEAR, "year": moment.year}
+        )
     return moment
 
 

@@ -208,7 +208,8 @@ def parse_moment(value: Any, name: str) -> datetime | None:
         moment = value
         if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
             raise ToolInputError(
-                f"parameter '{name}' must fall between the years {EARLIEST_YEAR} and {LATEST_YEAR}"
+                _("parameter '%(name)s' must fall between the years %(earliest)s and %(latest)s")
+                % {"name": name, "earliest": EARLIEST_YEAR, "latest": LATEST_YEAR}
             )
     else:
         try:
@@ -216,7 +217,8 @@ def parse_moment(value: Any, name: str) -> datetime | None:
         except ValidationError as exc:
             reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
             raise ToolInputError(
-                f"parameter '{name}' is not an ISO 8601 date or time Mnemo takes ({reason}): {value!r}"
+                _("parameter '%(name)s' is not an ISO 8601 date or time Mnemo takes (%(reason)s): %(value)s")
+                % {"name": name, "reason": reason, "value": repr(value)}
             ) from None
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 

@@ -10,6 +10,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.utils.translation import gettext
 from django.views import defaults
 from django.views.decorators.http import require_GET
 
@@ -38,7 +39,7 @@ def _is_api(request: HttpRequest) -> bool:
 def not_found(request: HttpRequest, exception=None) -> HttpResponse:
     """A URL no route matches: JSON for API clients (an id that is not a UUID lands here), the page otherwise."""
     if _is_api(request):
-        return JsonResponse({"detail": "Not found: no API route matches this path."}, status=404)
+        return JsonResponse({"detail": gettext("Not found: no API route matches this path.")}, status=404)
     return render(request, "404.html", {"request_path": request.path, "show_nav": True}, status=404)
 
 
@@ -49,9 +50,12 @@ def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
     if _is_api(request):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024**2
         detail = (
-            f"The request body is over {limit} MiB (files go as multipart uploads, up to MNEMO_MAX_UPLOAD_MB)."
+            gettext(
+                "The request body is over %(limit)s MiB (files go as multipart uploads, up to MNEMO_MAX_UPLOAD_MB)."
+            )
+            % {"limit": limit}
             if too_big
-            else "Bad request: the server could not read it."
+            else gettext("Bad request: the server could not read it.")
         )
         return JsonResponse({"detail": detail}, status=413 if too_big else 400)
     response = defaults.bad_request(request, exception)

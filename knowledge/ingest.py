@@ -20,11 +20,13 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone, translation
+from django.utils.translation import gettext_noop
 
 from core import disk, hybrid, privacy, stores
 from core.dispatch import dispatch_later
 from core.embedders.base import EmbeddingError
 from core.models import MirrorState
+from core.stored_text import Text, key_of
 from core.text import without_paths
 from core.vectorstore import VectorStoreError
 from knowledge.mirror import COLLECTION, chunk_payload, chunk_store
@@ -38,9 +40,12 @@ EMBED_BATCH = 64
 # Ingestion touches its row at every step and embedding batch; an active document whose row has not moved for
 # this long has no worker any more (the process was killed or crashed) and is started again.
 STALLED_AFTER = timedelta(minutes=15)
-NO_TEXT_IN_IMAGE = (
-    "No text found in this image, so nothing of it is searchable: only its metadata (size, format, embedded "
-    "tags) could be read, and there is no OCR. Configure an LLM (LLM_BASE_URL) to index a description of images."
+NO_TEXT_IN_IMAGE = Text(
+    gettext_noop(
+        "No text found in this image, so nothing of it is searchable: only its metadata (size, format, embedded "
+        "tags) could be read, and there is no OCR. Configure an LLM (LLM_BASE_URL) to index a description of "
+        "images."
+    )
 )
 
 
@@ -61,8 +66,9 @@ def _set(document_id: str, **fields: Any) -> None:
 
 def ingest(document_id: str) -> Document | None:
     """Run the whole pipeline for one document. Never leaves partial chunks or vectors behind."""
-    # A document's error and notice are stored and read later in any language: they are written in English
-    # even when the ingestion runs inside a Chinese request (eager dispatch, a retry from the page).
+    # A document's error and notice are stored and read later in any language: they are written in English, with
+    # their message keys (core.stored_text) for the pages to translate, even when the ingestion runs inside a
+    # Chinese request (eager dispatch, a retry from the page).
     with translation.override("en"):
         return _ingest(document_id)
 
@@ -87,17 +93,25 @@ def _ingest(document_id: str) -> Document | None:
             paragraphs, chunk_size=document.chunk_size, chunk_overlap=document.chunk_overlap
         )
         if not specs and converted.parts:
-            raise ConversionError(f"No text could be extracted from {document.original_name}")
+            raise ConversionError(
+                Text(
+                    gettext_noop("No text could be extracted from %(name)s%(hint)s"),
+                    name=document.original_name,
+                    hint="",
+                )
+            )
         # Before anything is written: the text, the chunks and their points must leave the reserve free.
         needed = len(markdown.encode("utf-8")) * disk.TEXT_COPIES
         disk.require_space(needed + disk.texts_bytes([spec.text for spec in specs]), document.original_name)
+        notice = converted.notice if converted.parts else NO_TEXT_IN_IMAGE
         _set(
             document_id,
             status=DocumentStatus.CHUNKING,
             progress=25,
             markdown=markdown,
             privacy_findings=findings,
-            notice=converted.notice if converted.parts else NO_TEXT_IN_IMAGE,
+            notice=notice,
+            notice_key=key_of(notice),
         )
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
         vectors = _embed(document_id, [spec.text for spec in specs]) if specs else {}
@@ -110,18 +124,21 @@ def _ingest(document_id: str) -> Document | None:
         _pause(document_id, exc)
     except (ConversionError, EmbeddingError, VectorStoreError, ValueError) as exc:
         cleanup(document)
-        _fail(document_id, str(exc) or exc.__class__.__name__)
+        _fail(document_id, _message(exc))
     except Exception as exc:
         logger.exception("ingestion of %s failed", document_id)
         cleanup(document)
-        _fail(document_id, f"unexpected error: {exc.__class__.__name__}: {exc}")
+        unexpected = gettext_noop("unexpected error: %(kind)s: %(error)s")
+        _fail(document_id, Text(unexpected, kind=exc.__class__.__name__, error=str(exc)))
     document.refresh_from_db()
     return document
 
 
 # How often a document waiting for its owner's other conversions to finish looks again.
 TURN_WAIT_SECONDS = 10.0
-WAITING_FOR_TURN = "Waiting: another of your documents is being converted; this one starts after it."
+WAITING_FOR_TURN = Text(
+    gettext_noop("Waiting: another of your documents is being converted; this one starts after it.")
+)
 
 
 # The task lives beside what it runs (knowledge.tasks holds the sweeps): queueing a document, here and in
@@ -149,14 +166,28 @@ def _claim_conversion(document: Document) -> bool:
     )
     if running >= settings.MNEMO_CONVERSIONS_PER_USER:
         return False
-    _set(str(document.pk), status=DocumentStatus.CONVERTING, progress=5, error="", notice="")
+    _set(
+        str(document.pk),
+        status=DocumentStatus.CONVERTING,
+        progress=5,
+        error="",
+        error_key={},
+        notice="",
+        notice_key={},
+    )
     return True
 
 
 def _wait_for_turn(document: Document) -> Document:
     """Leave the document queued, with a note, and look again in TURN_WAIT_SECONDS; the worker is free meanwhile.
     Each look refreshes updated_at, so a waiting document never counts as stalled."""
-    _set(str(document.pk), status=DocumentStatus.QUEUED, progress=0, error=WAITING_FOR_TURN)
+    _set(
+        str(document.pk),
+        status=DocumentStatus.QUEUED,
+        progress=0,
+        error=WAITING_FOR_TURN,
+        error_key=key_of(WAITING_FOR_TURN),
+    )
     dispatch_later(ingest_document, TURN_WAIT_SECONDS, str(document.pk))
     document.refresh_from_db()
     return document
@@ -262,19 +293,31 @@ def cleanup(document: Document) -> None:
 
 def _pause(document_id: str, full: disk.DiskFull) -> None:
     logger.warning("ingestion of %s paused: %s", document_id, full)
+    paused = Text(
+        gettext_noop("Paused: %(reason)s It starts again by itself once there is room."),
+        reason=_message(full),
+    )
     Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
         status=DocumentStatus.PAUSED,
         progress=0,
         markdown="",
         space_needed=full.needed,
-        error=f"Paused: {full} It starts again by itself once there is room.",
+        error=paused,
+        error_key=key_of(paused),
     )
 
 
+def _message(exc: Exception) -> str:
+    """The exception's message as it was raised: a Text keeps its key (str(exc) would drop it)."""
+    message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+    return message or exc.__class__.__name__
+
+
 def _fail(document_id: str, reason: str) -> None:
-    # The reason is shown to the user: a store's error may name the server's folders.
+    # The reason is shown to the user: a store's error may name the server's folders. A key whose English no
+    # longer matches the cut text is ignored when shown (core.stored_text.shown).
     Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
-        status=DocumentStatus.FAILED, error=without_paths(reason)[:2000]
+        status=DocumentStatus.FAILED, error=without_paths(reason)[:2000], error_key=key_of(reason)
     )
 
 

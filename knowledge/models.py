@@ -5,9 +5,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-from core.models import MirroredModel, TimeStampedModel
+from core.models import MessageKeyField, MirroredModel, TimeStampedModel
+from core.stored_text import shown
 
 
 class DocumentStatus(models.TextChoices):
@@ -51,9 +53,13 @@ class Document(TimeStampedModel):
     status = models.CharField(max_length=10, choices=DocumentStatus, default=DocumentStatus.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0)  # percent
     error = models.TextField(blank=True)
+    # The error's and the notice's message keys (core.stored_text): the text above stays English (the API returns
+    # it as it is), and a page shows the key in its reader's language. {} for plain text and older rows.
+    error_key = MessageKeyField(text_field="error")
     # What the reader should know about a document that did not fail: an image with no text to index, a text
     # read as GB18030. Shown on its page and in the API.
     notice = models.TextField(blank=True)
+    notice_key = MessageKeyField(text_field="notice")
     markdown = models.TextField(blank=True)
     # Secrets and personal data found in the converted text (core.privacy): kinds and actions, never values.
     privacy_findings = models.JSONField(default=list, blank=True)
@@ -76,6 +82,15 @@ class Document(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def error_shown(self) -> str:
+        """The error in the reader's language (the stored English when it has no key)."""
+        return shown(self.error, self.error_key)
+
+    @property
+    def notice_shown(self) -> str:
+        return shown(self.notice, self.notice_key)
 
 
 class ChunkQuerySet(models.QuerySet):
@@ -126,12 +141,22 @@ class Chunk(MirroredModel):
         return location_label(page_start=self.page_start, page_end=self.page_end, sheet=self.sheet)
 
 
-def location_label(*, page_start: int | None, page_end: int | None, sheet: str) -> str:
+PAGES = gettext_noop("pages %(start)s–%(end)s")
+PAGE = gettext_noop("page %(page)s")
+SHEET = gettext_noop("sheet %(sheet)s")
+
+
+def location_label(
+    *, page_start: int | None, page_end: int | None, sheet: str, translated: bool = False
+) -> str:
+    """Where a passage is. English unless `translated` (the pages' words): the API and the citations stored
+    with chat answers keep the English they always gave."""
+    words = gettext if translated else str
     if page_start:
         if page_end and page_end != page_start:
-            return f"pages {page_start}–{page_end}"
-        return f"page {page_start}"
-    return f"sheet {sheet}" if sheet else ""
+            return words(PAGES) % {"start": page_start, "end": page_end}
+        return words(PAGE) % {"page": page_start}
+    return words(SHEET) % {"sheet": sheet} if sheet else ""
 
 
 class ChunkEditVia(models.TextChoices):

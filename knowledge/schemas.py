@@ -35,6 +35,8 @@ class DocumentOut(Schema):
     sha256: str
     status: str
     progress: int
+    # The stored English, as API clients have always read it (and may match on); the pages show it in the
+    # reader's language from the row's message key (Document.error_shown, core.stored_text).
     error: str
     notice: str = Field(
         description="What to know about a document that did not fail (an image with no text)."

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from core import hybrid
 from core.cpu_slots import cpu_slot
@@ -96,7 +97,9 @@ def search_chunks(
     if mqe or hyde:
         llm = get_llm()
         if llm is None:
-            notices.append("MQE/HyDE need an LLM (set LLM_BASE_URL); ran a plain hybrid search instead.")
+            notices.append(
+                gettext("MQE/HyDE need an LLM (set LLM_BASE_URL); ran a plain hybrid search instead.")
+            )
         else:
             budget = budget or Budget.for_request()
             try:
@@ -105,7 +108,7 @@ def search_chunks(
                 if hyde:
                     hypothetical = _hypothetical_answer(llm, query, budget)
             except LLMError as exc:
-                notices.append(f"MQE/HyDE skipped: {exc}")
+                notices.append(gettext("MQE/HyDE skipped: %(error)s") % {"error": exc})
     # The CPU slot after the LLM's expansion: a thread waiting on the LLM holds none (core.cpu_slots).
     with cpu_slot():
         try:
@@ -126,7 +129,8 @@ def search_chunks(
             # What went wrong helps (another process holds the embedded store); where on the disk does not.
             reason = without_paths(str(exc) or exc.__class__.__name__)
             notices.append(
-                f"The vector store is unavailable ({reason}); results come from a plain text match."
+                gettext("The vector store is unavailable (%(reason)s); results come from a plain text match.")
+                % {"reason": reason}
             )
             hits = [hit for hit in _text_match(user, query, namespaces) if hit.score >= min_score]
             hits.sort(key=lambda hit: hit.score, reverse=True)
@@ -134,8 +138,11 @@ def search_chunks(
         missing = missing_points(user, namespaces)
         if missing:
             notices.append(
-                f"The vector store is missing {missing:,} of your passages until it is repaired; plain text "
-                "matches are included meanwhile."
+                gettext(
+                    "The vector store is missing %(count)s of your passages until it is repaired; plain text "
+                    "matches are included meanwhile."
+                )
+                % {"count": f"{missing:,}"}
             )
         fused = hybrid.fuse(runs, config)
         # Fetch by primary key only and check owner, namespace and state in Python: SQLite's planner otherwise
@@ -260,18 +267,24 @@ def ask(
     )
     citations = [citation(index, hit, max_chars) for index, hit in enumerate(result.hits, start=1)]
     if not citations:
-        return Answer("No passage in the knowledge base matches this question.", [], False, result.notice)
+        return Answer(
+            gettext("No passage in the knowledge base matches this question."), [], False, result.notice
+        )
     passages = "\n\n".join(f"[{c['n']}] ({source(c)})\n{c['text']}" for c in citations)
     llm = get_llm()
     if llm is None:
-        notice = "No LLM is configured (LLM_BASE_URL): these are the most relevant passages, not a generated answer."
+        notice = gettext(
+            "No LLM is configured (LLM_BASE_URL): these are the most relevant passages, not a generated answer."
+        )
         return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))
     try:
         text = llm.ask(
             ASK_SYSTEM, f"Passages:\n{passages}\n\nQuestion: {question}", temperature=0.2, budget=budget
         )
     except LLMError as exc:
-        notice = f"The LLM failed ({exc}); these are the most relevant passages instead."
+        notice = gettext("The LLM failed (%(error)s); these are the most relevant passages instead.") % {
+            "error": exc
+        }
         return Answer(passages, citations, False, " ".join(filter(None, [result.notice, notice])))
     return Answer(text, citations, True, result.notice)
 

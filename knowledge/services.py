@@ -19,10 +19,12 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from core import disk, privacy
 from core.dispatch import dispatch_on_commit
 from core.errors import RequestRefused
+from core.stored_text import Text, key_of
 from knowledge.ingest import STALLED_AFTER, cleanup, ingest, ingest_document
 from knowledge.models import Document, DocumentStatus
 from knowledge.pipeline import ConversionError, safe_filename
@@ -44,6 +46,9 @@ RETRIABLE = (DocumentStatus.FAILED, DocumentStatus.CANCELLED, DocumentStatus.PAU
 
 class KnowledgeError(RequestRefused):
     """A request the knowledge base refuses."""
+
+
+CANCELLED_BY_USER = Text(gettext_noop("cancelled by the user"))
 
 
 def check_namespace(namespace: str) -> str:
@@ -112,7 +117,7 @@ def document_create(
     try:
         kind = detect_kind(head, name)
     except ConversionError as exc:
-        raise KnowledgeError(str(exc), 415) from None
+        raise KnowledgeError(exc.message, 415) from None  # a Text: shown in the request's language
     digest.update(head)
     for block in iter(lambda: file.read(1 << 20), b""):
         digest.update(block)
@@ -285,7 +290,7 @@ def document_cancel(*, document: Document) -> Document:
             409,
         )
     Document.objects.filter(pk=document.pk, status__in=ACTIVE_STATES).update(
-        status=DocumentStatus.CANCELLED, error="cancelled by the user"
+        status=DocumentStatus.CANCELLED, error=CANCELLED_BY_USER, error_key=key_of(CANCELLED_BY_USER)
     )
     document.refresh_from_db()
     return document

@@ -88,7 +88,7 @@ class RAGTool(ActionTool):
         if document.status == DocumentStatus.FAILED:
             text = _("⚠️ Could not read the content of: %(label)s (%(error)s)") % {
                 "label": label,
-                "error": document.error,
+                "error": document.error_shown,
             }
             return ToolReply(False, text, data)
         elapsed = round((time.perf_counter() - started) * 1000)
@@ -107,7 +107,7 @@ class RAGTool(ActionTool):
         if not accepted.created:
             lines.append(_("♻️ This content is already in the namespace; not added again"))
         if document.notice:
-            lines.append(f"⚠️ {document.notice}")
+            lines.append(f"⚠️ {document.notice_shown}")
         return ToolReply(True, "\n".join(lines), {**data, "elapsed_ms": elapsed})
 
     def _add_document(self, params: Params) -> ToolReply:

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from ninja import File, Form, Query, Router, Status, UploadedFile
 from ninja.errors import HttpError
 from ninja.pagination import paginate
@@ -158,9 +159,13 @@ def create_perceptual_memory(
     limit = settings.MNEMO_MAX_UPLOAD_MB * 1024 * 1024
     assert file.size is not None  # Django's upload handlers always count it
     if file.size == 0:
-        raise HttpError(422, "the file is empty")
+        raise HttpError(422, _("the file is empty"))
     if file.size > limit:
-        raise HttpError(413, f"the file is larger than MNEMO_MAX_UPLOAD_MB={settings.MNEMO_MAX_UPLOAD_MB} MB")
+        raise HttpError(
+            413,
+            _("the file is larger than MNEMO_MAX_UPLOAD_MB=%(mnemo_max_upload_mb)s MB")
+            % {"mnemo_max_upload_mb": settings.MNEMO_MAX_UPLOAD_MB},
+        )
     content_type = file.content_type or ""
     modality = next(
         (name for name, prefix in PERCEPTUAL_MODALITIES.items() if content_type.startswith(prefix)), "text"
@@ -190,7 +195,7 @@ def get_memory_file(request: HttpRequest, memory_id: UUID):
     owner = request.auth.user if hasattr(request.auth, "user") else request.auth  # type: ignore[attr-defined]  # an ApiKey, or django_auth's User
     memory = get_object_or_404(Memory, pk=memory_id, user=owner)
     if not memory.file:
-        raise HttpError(404, "this memory has no file")
+        raise HttpError(404, _("this memory has no file"))
     assert memory.file.name  # a FieldFile is true when it has a name
     return FileResponse(
         memory.file.open("rb"),
@@ -258,7 +263,7 @@ def reinstate_memory(request: HttpRequest, memory_id: UUID):
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]
     memory = _memory(request, memory_id)
     if memory.superseded_by_id is None:
-        raise HttpError(409, "this memory is current: nothing replaced it")
+        raise HttpError(409, _("this memory is current: nothing replaced it"))
     memory_reinstate(memory=memory, via=EditVia.API, api_key=api_key)
     return _memory(request, memory_id)
 

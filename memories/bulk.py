@@ -18,12 +18,14 @@ from django.core import serializers
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from conversations.models import AgentSession, ChatMessage
 from core.files import files_kept
 from core.limits import InputRejected
 from core.models import MirrorState
+from core.stored_text import Text, joined, key_of, shown, stored
 from knowledge.models import Document
 from memories import curation, mirror
 from memories.actions.edit import index_facts, memory_update
@@ -56,46 +58,58 @@ class Undo:
     """What one bulk action changed: `kind` says how to put it back, `data` is JSON."""
 
     kind: str  # "fields" ({pk: {field: old}}), "types" ({pk: old type}) or "delete" (a serialized snapshot)
-    label: str  # "Archived 12 memories", shown beside the Undo button
+    # "Archived 12 memories", shown beside the Undo button: a core.stored_text.Text, kept in the session with its
+    # key, and shown in the page's language (shown_label).
+    label: str
     data: Any = field(default_factory=dict)
 
     def as_json(self) -> dict:
-        return {"kind": self.kind, "label": self.label, "data": self.data}
+        return {"kind": self.kind, "label": self.label, "label_key": key_of(self.label), "data": self.data}
 
     @classmethod
     def from_json(cls, value: object) -> Undo | None:
         if not isinstance(value, dict) or value.get("kind") not in ("fields", "types", "delete"):
             return None
-        return cls(value["kind"], str(value.get("label", "")), value.get("data"))
+        label = stored(str(value.get("label", "")), value.get("label_key"))
+        return cls(value["kind"], label, value.get("data"))
 
 
-def _plural(count: int) -> str:
-    return f"{count:,} {'memory' if count == 1 else 'memories'}"
+def shown_label(record: dict) -> str:
+    """A session's undo record's label in the active language."""
+    return shown(str(record.get("label", "")), record.get("label_key"))
+
+
+def _plural(count: int) -> Text:
+    words = gettext_noop("%(count)s memory") if count == 1 else gettext_noop("%(count)s memories")
+    return Text(words, count=f"{count:,}")
 
 
 def parse_value(action: str, raw: str) -> Any:
     """The action's argument from the form, checked; raises BulkError with a readable message."""
     raw = (raw or "").strip()
     if action not in ACTIONS:
-        raise BulkError("Choose an action for the selected memories.")
+        raise BulkError(_("Choose an action for the selected memories."))
     if action == "set_type":
         if raw not in MemoryType.values:
-            raise BulkError(f"Choose a memory type: {', '.join(MemoryType.values)}.")
+            raise BulkError(_("Choose a memory type: %(items)s.") % {"items": ", ".join(MemoryType.values)})
         return raw
     if action == "set_importance":
         try:
             value = float(raw)
         except ValueError:
-            raise BulkError("Importance must be a number between 0 and 1.") from None
+            raise BulkError(_("Importance must be a number between 0 and 1.")) from None
         if not 0 <= value <= 1:
-            raise BulkError(f"Importance must be between 0 and 1 (got {raw}).")
+            raise BulkError(_("Importance must be between 0 and 1 (got %(raw)s).") % {"raw": raw})
         return value
     if action in ("add_tags", "remove_tags"):
         tags = list(dict.fromkeys(tag.strip() for tag in raw.split(",") if tag.strip()))
         if not tags:
-            raise BulkError("Give one or more tags, separated by commas.")
+            raise BulkError(_("Give one or more tags, separated by commas."))
         if len(tags) > MAX_TAGS or any(len(tag) > MAX_TAG_LENGTH for tag in tags):
-            raise BulkError(f"At most {MAX_TAGS} tags of at most {MAX_TAG_LENGTH} characters each.")
+            raise BulkError(
+                _("At most %(max_tags)s tags of at most %(max_tag_length)s characters each.")
+                % {"max_tags": MAX_TAGS, "max_tag_length": MAX_TAG_LENGTH}
+            )
         return tags
     return None
 
@@ -141,7 +155,7 @@ def memories_set_fields(
         diff = {}
         for name, new in values[memory.pk if memory.pk in values else str(memory.pk)].items():
             if name not in ("archived_at", "importance", "tags"):
-                raise BulkError(f"A bulk action cannot change {name}.")
+                raise BulkError(_("A bulk action cannot change %(name)s.") % {"name": name})
             old = getattr(memory, name)
             if old != new:
                 diff[name] = [_stored(name, old), _stored(name, new)]
@@ -243,7 +257,7 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
             editor=editor,
             via=EditVia.PAGE,
             changes={"deleted": [True, False]},
-            reason="Undo of a bulk delete.",
+            reason=Text(gettext_noop("Undo of a bulk delete.")),
             created_at=now,
         )
         for m in memories
@@ -257,16 +271,23 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
     return len(memories)
 
 
-def _done(action: str, value: Any) -> str:
+def _done(action: str, value: Any) -> Text:
     if action == "set_type":
-        return f"Changed to {value}"
+        return Text(
+            gettext_noop("Changed to %(type)s"), type=Text(value)
+        )  # a memory type's label is its value
     if action == "set_importance":
-        return f"Set importance {value:.2f} on"
+        return Text(gettext_noop("Set importance %(value)s on"), value=f"{value:.2f}")
     if action == "add_tags":
-        return f"Tagged {', '.join(value)} on"
+        return Text(gettext_noop("Tagged %(tags)s on"), tags=", ".join(value))
     if action == "remove_tags":
-        return f"Removed tags {', '.join(value)} from"
-    return {"archive": "Archived", "restore": "Restored", "delete": "Deleted"}[action]
+        return Text(gettext_noop("Removed tags %(tags)s from"), tags=", ".join(value))
+    done = {
+        "archive": gettext_noop("Archived"),
+        "restore": gettext_noop("Restored"),
+        "delete": gettext_noop("Deleted"),
+    }
+    return Text(done[action])
 
 
 def bulk_apply(
@@ -274,11 +295,14 @@ def bulk_apply(
 ) -> tuple[int, Undo]:
     """Run one checked action (see parse_value) over `user`'s memories among `memory_ids`."""
     if not memory_ids:
-        raise BulkError("Select at least one memory first.")
+        raise BulkError(_("Select at least one memory first."))
     if len(memory_ids) > MAX_BULK:
         raise BulkError(
-            f"{len(memory_ids):,} memories selected; one bulk action takes at most {MAX_BULK:,}. "
-            "Narrow the filter and try again."
+            _(
+                "%(count)s memories selected; one bulk action takes at most %(limit)s. Narrow the filter and try "
+                "again."
+            )
+            % {"count": f"{len(memory_ids):,}", "limit": f"{MAX_BULK:,}"}
         )
     memories = Memory.objects.filter(user=user, pk__in=memory_ids)
     done = _done(action, value)
@@ -286,16 +310,18 @@ def bulk_apply(
         snapshot = _snapshot(user, memory_ids)
         with files_kept():  # the Undo puts the rows back with their files; the orphan sweep takes the rest
             count = memories_delete(user=user, memory_ids=memory_ids)
-        return count, Undo("delete", f"{done} {_plural(count)}", snapshot)
+        return count, Undo("delete", joined(" ", [done, _plural(count)]), snapshot)
     if action == "set_type":
         before_types = memories_set_type(
             user=user, memory_types={pk: value for pk in memory_ids}, editor=editor, via=EditVia.PAGE
         )
-        return len(before_types), Undo("types", f"{done}: {_plural(len(before_types))}", before_types)
+        return len(before_types), Undo(
+            "types", joined(": ", [done, _plural(len(before_types))]), before_types
+        )
     now = timezone.now()
     values = {memory.pk: _new_values(memory, action, value, now) for memory in memories}
     before = memories_set_fields(user=user, values=values, editor=editor, via=EditVia.PAGE)
-    return len(before), Undo("fields", f"{done} {_plural(len(before))}", before)
+    return len(before), Undo("fields", joined(" ", [done, _plural(len(before))]), before)
 
 
 def bulk_undo(*, user: User, undo: Undo, editor: User | None) -> int:

@@ -9,11 +9,13 @@ it is there.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from conversations.models import AgentSession
 from core.acting import subject_user, subject_view
 from core.pages import AuthenticatedHttpRequest
+from core.stored_text import in_language
 from memories import bulk
 from memories.forms import day_bounds
 from memories.views import (
@@ -36,7 +38,7 @@ def _all_matching(request: AuthenticatedHttpRequest) -> list:
     which the page holds, so "all" then means the ticked rows."""
     filters = filter_form(request).filters
     if "q" in filters:
-        raise bulk.BulkError("“All matching” does not apply to a search: tick the results instead.")
+        raise bulk.BulkError(_("“All matching” does not apply to a search: tick the results instead."))
     session = None
     if "session" in filters:
         session = (
@@ -79,12 +81,13 @@ def memories_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
     except bulk.BulkError as exc:
         # Nothing changed; the table comes back with the same rows still ticked.
-        return _respond(request, f"Nothing was changed. {exc}", status=422, keep=ticked)
+        return _respond(
+            request, _("Nothing was changed. %(reason)s") % {"reason": exc}, status=422, keep=ticked
+        )
     # Whose memories it changed, so the Undo is offered (and applied) only on that user's list.
     request.session[UNDO_KEY] = {**undo.as_json(), "user": subject_user(request).pk}
-    return _respond(
-        request, f"{undo.label}." if count else "Nothing to change: the selection already was so."
-    )
+    done = _("%(label)s.") % {"label": in_language(undo.label)}
+    return _respond(request, done if count else _("Nothing to change: the selection already was so."))
 
 
 @subject_view
@@ -94,7 +97,10 @@ def memories_bulk_undo(request: AuthenticatedHttpRequest) -> HttpResponse:
     record = request.session.get(UNDO_KEY)
     undo = bulk.Undo.from_json(record) if undo_offered(request, record) else None
     if undo is None:
-        return _respond(request, "There is no bulk action to undo.", status=422)
+        return _respond(request, _("There is no bulk action to undo."), status=422)
     del request.session[UNDO_KEY]
     count = bulk.bulk_undo(user=subject_user(request), undo=undo, editor=request.user)
-    return _respond(request, f"Undone: {undo.label} ({bulk._plural(count)} put back).")
+    undone = _("Undone: %(label)s (%(count)s put back).")
+    return _respond(
+        request, undone % {"label": in_language(undo.label), "count": in_language(bulk._plural(count))}
+    )

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from core.errors import RequestRefused
+from core.stored_text import Text, stored
 from memories import curation
 from memories.actions.edit import apply_supersede, memory_archive, memory_fold, memory_reinstate
 from memories.models import EditVia, Memory, MemoryEdit, Proposal, ProposalAction, ProposalStatus
@@ -84,7 +87,7 @@ def queue(user: User, drafts: list[Draft]) -> list[Proposal]:
 def _locked(proposal: Proposal, *expected: str) -> Proposal:
     proposal = Proposal.objects.select_for_update().select_related("memory", "target").get(pk=proposal.pk)
     if proposal.status not in expected:
-        raise ProposalError(f"this proposal is {proposal.status}")
+        raise ProposalError(_("this proposal is %(status)s") % {"status": proposal.get_status_display()})
     return proposal
 
 
@@ -93,26 +96,29 @@ def approve(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia
     proposal = _locked(proposal, ProposalStatus.PENDING)
     memory, target = proposal.memory, proposal.target
     if memory.archived_at or memory.superseded_by_id or target.archived_at:
-        raise ProposalError("its memories changed since it was proposed: find duplicates again")
+        raise ProposalError(_("its memories changed since it was proposed: find duplicates again"))
     if proposal.action == ProposalAction.MERGE:
         memory_fold(
             memory=memory,
             into=target,
-            reason=f"approved cleaning: {proposal.reason}",
+            reason=_approved(proposal),
             via=via,
             editor=editor,
             api_key=api_key,
         )
     else:
-        decision = curation.Decision(
-            curation.SUPERSEDE, superseded=(memory,), reason=f"approved cleaning: {proposal.reason}"
-        )
+        decision = curation.Decision(curation.SUPERSEDE, superseded=(memory,), reason=_approved(proposal))
         MemoryEdit.objects.bulk_create(
             apply_supersede(decision, target, via=via, api_key=api_key, editor=editor)
         )
     proposal.status, proposal.decided_at = ProposalStatus.APPROVED, timezone.now()
     proposal.save(update_fields=["status", "decided_at"])
     return proposal
+
+
+def _approved(proposal: Proposal) -> Text:
+    reason = stored(proposal.reason, proposal.reason_key)
+    return Text(gettext_noop("approved cleaning: %(reason)s"), reason=reason)
 
 
 @transaction.atomic
@@ -136,7 +142,11 @@ def undo(proposal: Proposal, *, editor=None, api_key=None, via: str = EditVia.PA
         memory_archive(memory=memory, via=via, editor=editor, api_key=api_key, archived=False)
     elif memory.superseded_by_id == target.pk:
         memory_reinstate(
-            memory=memory, via=via, editor=editor, api_key=api_key, reason="approved cleaning undone"
+            memory=memory,
+            via=via,
+            editor=editor,
+            api_key=api_key,
+            reason=Text(gettext_noop("approved cleaning undone")),
         )
     proposal.status, proposal.decided_at = ProposalStatus.UNDONE, timezone.now()
     proposal.save(update_fields=["status", "decided_at"])

@@ -36,11 +36,13 @@ from datetime import timedelta
 
 import numpy as np
 from django.contrib.auth.models import User
+from django.utils.translation import gettext_noop
 from pydantic import BaseModel, Field, ValidationError
 
 from core import stores
 from core.limits import MAX_CONTENT_CHARS
 from core.llm import LLMClient, LLMError
+from core.stored_text import Text, joined
 from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_word_order
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
@@ -175,19 +177,23 @@ class Curator:
         repeat = self._exact(memory)
         if repeat is not None:
             return Decision(
-                DUPLICATE, existing=repeat, reason="the same text is already stored", similarity=1.0
+                DUPLICATE,
+                existing=repeat,
+                reason=Text(gettext_noop("the same text is already stored")),
+                similarity=1.0,
             )
         if memory.memory_type != MemoryType.SEMANTIC:
             return Decision(ADD)
-        fallback = ""
+        failure = ""
         if self.llm is not None:
             try:
                 return self._ask_model(memory)
             except (LLMError, ValueError, ValidationError) as exc:
-                fallback = f"offline rules (the model's decision failed: {str(exc)[:200]}): "
+                failure = str(exc)[:200]
         decision = self._contradictions(memory, edited) or self._near_duplicate(memory) or Decision(ADD)
-        if fallback and decision.action != ADD:
-            return replace(decision, reason=fallback + decision.reason)
+        if failure and decision.action != ADD:
+            offline = gettext_noop("offline rules (the model's decision failed: %(error)s): %(reason)s")
+            return replace(decision, reason=Text(offline, error=failure, reason=decision.reason))
         return decision
 
     # --- the model's decision -----------------------------------------------------------------------------
@@ -206,7 +212,9 @@ class Curator:
         for existing, _ in nearest[:NEAR_CANDIDATES]:
             candidates.setdefault(existing.pk, existing)
         if not candidates:
-            return Decision(ADD, reason="the model was not asked: the user has no current fact yet")
+            return Decision(
+                ADD, reason=Text(gettext_noop("the model was not asked: the user has no current fact yet"))
+            )
         shown = list(candidates.values())
         listing = "\n".join(f"{i}. {m.content}" for i, m in enumerate(shown))
         assert self.llm is not None  # decide() asks the model only when there is one
@@ -218,7 +226,7 @@ class Curator:
             payload = payload.strip("`").removeprefix("json").strip()
         choice = _ModelDecision.model_validate(json.loads(payload))
         targets = [shown[i] for i in dict.fromkeys(choice.targets) if 0 <= i < len(shown)]
-        reason = f"the model: {choice.reason or choice.decision}"
+        reason = Text(gettext_noop("the model: %(reason)s"), reason=choice.reason or choice.decision)
         if choice.decision != "add" and not targets:
             raise ValueError(f"the model chose {choice.decision} without a valid target")
         if choice.decision == "ignore":
@@ -302,10 +310,12 @@ class Curator:
                 ]
             for rival in rivals:
                 older.setdefault(rival.pk, rival)
-                reasons.append(f"{_describe(slot)} (was: {_clip(rival.content)})")
+                reasons.append(_describe(slot, was=_clip(rival.content)))
         if not older:
             return None
-        reason = "newer value: " + "; ".join(dict.fromkeys(reasons))
+        reason = Text(
+            gettext_noop("newer value: %(values)s"), values=joined("; ", list(dict.fromkeys(reasons)))
+        )
         # An edit states its fact now, whenever the memory was first written.
         newer_than_new = [] if edited else [m for m in older.values() if m.created_at > memory.created_at]
         if newer_than_new:
@@ -314,7 +324,9 @@ class Curator:
             return Decision(
                 SUPERSEDE,
                 superseded_by=latest,
-                reason=f"an older value than the current fact: {_clip(latest.content)}",
+                reason=Text(
+                    gettext_noop("an older value than the current fact: %(fact)s"), fact=_clip(latest.content)
+                ),
             )
         return Decision(SUPERSEDE, superseded=tuple(older.values()), reason=reason)
 
@@ -356,7 +368,10 @@ class Curator:
         return Decision(
             MERGE,
             existing=existing,
-            reason=f"says the same as this memory (similarity {similarity:.2f})",
+            reason=Text(
+                gettext_noop("says the same as this memory (similarity %(similarity)s)"),
+                similarity=f"{similarity:.2f}",
+            ),
             similarity=round(similarity, 4),
         )
 
@@ -489,9 +504,15 @@ def _script(cjk: bool) -> str:
     return CJK if cjk else LATIN
 
 
-def _describe(slot: Slot) -> str:
-    subject = "the user" if slot.subject == "user" else slot.subject
-    return f"{subject}'s {slot.attribute.replace(':', ' ')} is {slot.value}"
+def _describe(slot: Slot, *, was: str) -> Text:
+    subject = Text(gettext_noop("the user")) if slot.subject == "user" else slot.subject
+    return Text(
+        gettext_noop("%(subject)s's %(attribute)s is %(value)s (was: %(old)s)"),
+        subject=subject,
+        attribute=slot.attribute.replace(":", " "),
+        value=slot.value,
+        old=was,
+    )
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -15,10 +15,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from conversations.models import ChatMessage
 from core import privacy
 from core.limits import InputRejected
+from core.stored_text import Text
 from memories.actions.edit import memory_update
 from memories.models import EditVia, Memory, MemoryAccess, MemoryEdit
 
@@ -29,7 +31,7 @@ MEMORIES, METADATA, HISTORY, CHAT, SEARCH_LOG = (
     "chat messages",
     "search log",
 )
-SCAN_REASON = "secrets masked by a scan"
+SCAN_REASON = Text(gettext_noop("secrets masked by a scan"))
 logger = logging.getLogger(__name__)
 
 

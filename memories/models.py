@@ -10,7 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from conversations.models import AgentSession, ChatMessage
-from core.models import MirroredModel, MirrorState
+from core.models import MessageKeyField, MirroredModel, MirrorState
+from core.stored_text import shown
 from core.text import fingerprint
 
 
@@ -264,6 +265,8 @@ class MemoryEdit(models.Model):
     via = models.CharField(max_length=6, choices=EditVia)
     changes = models.JSONField(default=dict)  # {"field": [old, new]}
     reason = models.TextField(blank=True)  # why a curation decision (merge, supersede, restore) was made
+    # The reason's message key (core.stored_text): the reason stays English, the page shows it translated.
+    reason_key = MessageKeyField(text_field="reason")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -271,6 +274,11 @@ class MemoryEdit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.via} edit of {self.memory_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def reason_shown(self) -> str:
+        """The reason in the reader's language (as stored when it has no key)."""
+        return shown(self.reason, self.reason_key)
 
 
 class MemoryAccess(models.Model):
@@ -416,6 +424,7 @@ class Proposal(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
     target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
     reason = models.TextField(blank=True)
+    reason_key = MessageKeyField(text_field="reason")
     status = models.CharField(max_length=8, choices=ProposalStatus, default=ProposalStatus.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -426,6 +435,10 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id} → {self.target_id} ({self.status})"
+
+    @property
+    def reason_shown(self) -> str:
+        return shown(self.reason, self.reason_key)
 
 
 class GraphAction(models.TextChoices):

@@ -23,6 +23,7 @@ from typing import cast
 from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from conversations.models import AgentSession
 from core import hybrid, stores
@@ -31,6 +32,7 @@ from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
 from core.queries import owned_by_pk, raw_rows, uuid_text
 from core.ranking import RANKING, RankingConfig
+from core.stored_text import Text, in_language
 from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError, Where
 from memories import mirror
@@ -155,7 +157,13 @@ def search_memories(
             reason = without_paths(str(exc) or exc.__class__.__name__)
             return (
                 hybrid.Fused(),
-                f"The vector store is unavailable ({reason}); results come from a plain text match.",
+                # Built in a worker thread, which has no request language: worded when returned, below.
+                Text(
+                    gettext_noop(
+                        "The vector store is unavailable (%(reason)s); results come from a plain text match."
+                    ),
+                    reason=reason,
+                ),
             )
         return fused, ""
 
@@ -166,10 +174,10 @@ def search_memories(
     )
     if missing and not notice:
         # A store deleted or damaged under the server: say so, and let the text match find what it lacks.
-        notice = (
-            f"The vector store is missing {missing:,} of your memories until it is repaired; plain text matches "
+        notice = gettext(
+            "The vector store is missing %(count)s of your memories until it is repaired; plain text matches "
             "are included meanwhile."
-        )
+        ) % {"count": f"{missing:,}"}
     evidence = fused.evidence
     graph = _graph_scores(reach, set(evidence), config)
     candidates = _candidates(user, set(evidence) | set(graph), scope, now)
@@ -195,7 +203,7 @@ def search_memories(
     hits = [
         MemoryHit(rows[memory_id], score, scores) for score, memory_id, scores in ranked if memory_id in rows
     ]
-    return SearchResult(hits, " ".join(text for text in (notice, reach.notice) if text))
+    return SearchResult(hits, " ".join(in_language(text) for text in (notice, reach.notice) if text))
 
 
 _CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at", "superseded_by")

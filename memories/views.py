@@ -114,7 +114,9 @@ def undo_offered(request: AuthenticatedHttpRequest, record: object) -> bool:
 
 def _bulk_undo(request: AuthenticatedHttpRequest) -> dict | None:
     record = request.session.get(UNDO_KEY)
-    return record if undo_offered(request, record) else None
+    if not isinstance(record, dict) or not undo_offered(request, record):
+        return None
+    return {**record, "label": bulk.shown_label(record)}
 
 
 def _kept(memory: Memory, filters: dict) -> bool:

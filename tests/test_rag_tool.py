@@ -89,7 +89,10 @@ def test_ask_without_an_llm_returns_cited_passages_and_a_notice(rag):
     reply = rag.execute({"action": "ask", "question": "RAG是什么？"})
     assert reply.ok
     assert reply.data["llm_used"] is False
-    assert "No LLM is configured" in reply.data["notice"]
+    # A question in Chinese is answered in Chinese (core.tooling.reply_language), the notice too.
+    assert reply.data["notice"] == "未配置 LLM（LLM_BASE_URL）：以下是最相关的段落，而不是生成的回答。"
+    english = rag.execute({"action": "ask", "question": "RAG是什么？", "language": "en"})
+    assert english.data["notice"].startswith("No LLM is configured (LLM_BASE_URL)")
     assert reply.data["citations"][0]["n"] == 1
     assert reply.data["citations"][0]["document_title"] == "rag_concept"
     assert "[1]" in reply.text

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MOVED = ["agentsession", "chatmessage"]
 BEFORE_ISSUE_13 = [("agents", "0001_initial"), ("memories", "0008_user_archived_created_index")]
-BEFORE_ISSUE_34 = [("memories", "0013_console_page_indexes"), ("conversations", None)]
+BEFORE_ISSUE_34 = [("memories", "0014_message_keys"), ("conversations", None)]
 
 
 def _migrate(targets):

@@ -1,5 +1,5 @@
 """AgentSession and ChatMessage move from memories to conversations (issue 34) without touching a row: this
-migration takes them into Django's state with the tables they have (memories 0014 drops them from memories'
+migration takes them into Django's state with the tables they have (memories 0015 drops them from memories'
 state), and relabels their content types so admin history and permissions follow the models. 0002 then renames
 the tables, which still carried the name of the app that first held them (agents)."""
 
@@ -9,6 +9,8 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
+
+import core.models
 
 MOVED = ["agentsession", "chatmessage"]
 
@@ -32,7 +34,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("contenttypes", "0002_remove_content_type_name"),
-        ("memories", "0013_console_page_indexes"),
+        ("memories", "0014_message_keys"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -97,6 +99,10 @@ class Migration(migrations.Migration):
                             ),
                         ),
                         ("content", models.TextField(blank=True)),
+                        (
+                            "content_key",
+                            core.models.MessageKeyField(blank=True, default=dict, text_field="content"),
+                        ),
                         ("tool_calls", models.JSONField(blank=True, default=list)),
                         ("retrieved", models.JSONField(blank=True, default=dict)),
                         ("prompt_tokens", models.PositiveIntegerField(default=0)),

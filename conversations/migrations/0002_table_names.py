@@ -8,7 +8,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
     dependencies = [
         ("conversations", "0001_initial"),
-        ("memories", "0014_sessions_to_conversations"),
+        ("memories", "0015_sessions_to_conversations"),
     ]
 
     operations = [

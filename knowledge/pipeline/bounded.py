@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.stored_text import Text, gettext_noop
 from knowledge.pipeline import formats
 from knowledge.pipeline.convert import (
     ConversionError,
@@ -90,14 +91,22 @@ def convert_bounded(
             check()
             if time.monotonic() > deadline:
                 raise ConversionError(
-                    f"Converting {safe_filename(filename)} took longer than the {budget.seconds:g} s limit"
+                    Text(
+                        gettext_noop("Converting %(name)s took longer than the %(seconds)s s limit"),
+                        name=safe_filename(filename),
+                        seconds=f"{budget.seconds:g}",
+                    )
                 )
         try:
             outcome, value = receiver.recv()
         except EOFError:
             child.join(5)
             raise ConversionError(
-                f"Converting {safe_filename(filename)} stopped unexpectedly (exit code {child.exitcode})"
+                Text(
+                    gettext_noop("Converting %(name)s stopped unexpectedly (exit code %(code)s)"),
+                    name=safe_filename(filename),
+                    code=str(child.exitcode),
+                )
             ) from None
     finally:
         if child.is_alive():
@@ -142,19 +151,28 @@ def _convert_in_child(
     except Exception as exc:
         # At the limit, the converters' C code fails in its own words ("error return without exception set",
         # a "damaged" document): a child that came that close ran out of memory, whatever the error says.
+        message: str  # a Text (core.stored_text) but for a ConversionError raised with plain text
         if _reached(limit) or (isinstance(exc, ConversionError) and exc.out_of_memory):
             message = _over_memory(filename, memory_mb)
         elif isinstance(exc, ConversionError):
             message = exc.message
         else:  # a converter's bug: the user gets a reason, never a bare exit code
-            message = f"{safe_filename(filename)} could not be converted: {error_reason(exc)}"
+            message = Text(
+                gettext_noop("%(name)s could not be converted: %(reason)s"),
+                name=safe_filename(filename),
+                reason=error_reason(exc),
+            )
         sender.send(("error", message))
     finally:
         sender.close()
 
 
-def _over_memory(filename: str, memory_mb: int) -> str:
-    return f"{safe_filename(filename)} needs more than {memory_mb:,} MB of memory to convert"
+def _over_memory(filename: str, memory_mb: int) -> Text:
+    return Text(
+        gettext_noop("%(name)s needs more than %(limit)s MB of memory to convert"),
+        name=safe_filename(filename),
+        limit=f"{memory_mb:,}",
+    )
 
 
 def _limit_address_space(memory_mb: int) -> int | None:

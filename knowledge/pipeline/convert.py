@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.limits import clean_text
+from core.stored_text import Text, gettext_noop
 from knowledge.pipeline import formats
 from knowledge.pipeline.converters import IMAGE_NOTICE, MAX_PDF_PAGES, Source, decode_text, one_line
 from knowledge.pipeline.errors import ConversionError, error_reason
@@ -112,13 +113,22 @@ def _zip_names(path: Path, name: str) -> list[str] | None:
             members = archive.infolist()
             if len(members) > MAX_ARCHIVE_MEMBERS:
                 raise ConversionError(
-                    f"{name} holds {len(members):,} files inside; the limit is {MAX_ARCHIVE_MEMBERS:,}"
+                    Text(
+                        gettext_noop("%(name)s holds %(count)s files inside; the limit is %(limit)s"),
+                        name=name,
+                        count=f"{len(members):,}",
+                        limit=f"{MAX_ARCHIVE_MEMBERS:,}",
+                    )
                 )
             unpacked = sum(member.file_size for member in members)
             if unpacked > MAX_UNPACKED_BYTES:
                 raise ConversionError(
-                    f"{name} would unpack to {unpacked / 2**20:,.0f} MB; "
-                    f"the limit is {MAX_UNPACKED_BYTES // 2**20} MB"
+                    Text(
+                        gettext_noop("%(name)s would unpack to %(size)s MB; the limit is %(limit)s MB"),
+                        name=name,
+                        size=f"{unpacked / 2**20:,.0f}",
+                        limit=MAX_UNPACKED_BYTES // 2**20,
+                    )
                 )
             _check_markup(archive, name)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error):
@@ -143,10 +153,20 @@ def _check_markup(archive: zipfile.ZipFile, name: str) -> None:
 
 
 def _too_much_markup(name: str, size: int, *, at_least: bool = False) -> ConversionError:
-    amount = f"{'more than ' if at_least else ''}{size / 2**20:,.0f} MB"
+    amount = Text(
+        gettext_noop("more than %(size)s MB") if at_least else gettext_noop("%(size)s MB"),
+        size=f"{size / 2**20:,.0f}",
+    )
     return ConversionError(
-        f"{name} holds {amount} of XML once unpacked; the limit is {MAX_MARKUP_BYTES // 2**20} MB "
-        "(split it into smaller documents)"
+        Text(
+            gettext_noop(
+                "%(name)s holds %(amount)s of XML once unpacked; the limit is %(limit)s MB "
+                "(split it into smaller documents)"
+            ),
+            name=name,
+            amount=amount,
+            limit=MAX_MARKUP_BYTES // 2**20,
+        )
     )
 
 
@@ -187,7 +207,10 @@ def convert_to_markdown(
         parts = [part for part in parts if part.markdown]
         markdown = "\n\n".join(part.markdown for part in parts)
     if not re.search(r"\w", markdown):
-        raise ConversionError(f"No text could be extracted from {name}{fmt.no_text_hint}")
+        hint = Text(fmt.no_text_hint) if fmt.no_text_hint else ""
+        raise ConversionError(
+            Text(gettext_noop("No text could be extracted from %(name)s%(hint)s"), name=name, hint=hint)
+        )
     title = normalise_text(one_line(extracted.title)) or _first_heading(markdown) or name.rsplit(".", 1)[0]
     return Converted(
         markdown=markdown, kind=kind, title=title[:200], notice=extracted.notice, parts=tuple(parts)

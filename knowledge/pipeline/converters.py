@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.stored_text import Text, gettext_noop
 from knowledge.pipeline.errors import ConversionError, cause, error_reason
 from knowledge.pipeline.locations import Part, pdf_pages, workbook_sheets
 
@@ -31,9 +32,11 @@ logger = logging.getLogger(__name__)
 # pdfplumber reads about six pages a second here: a thousand pages is three minutes of a worker.
 MAX_PDF_PAGES = 1_000
 DESCRIPTION = "# Description:"  # how MarkItDown introduces an LLM's description of an image
-IMAGE_NOTICE = (
-    "Only the image's metadata (size, format and embedded tags) was extracted: the picture itself is not read "
-    "and there is no OCR. Configure an LLM to get a description of images."
+IMAGE_NOTICE = Text(
+    gettext_noop(
+        "Only the image's metadata (size, format and embedded tags) was extracted: the picture itself is not read "
+        "and there is no OCR. Configure an LLM to get a description of images."
+    )
 )
 
 
@@ -77,15 +80,26 @@ def markitdown(data: Path | bytes, source: Source, options: dict, *, converter=N
             else:
                 result = _converter().convert_stream(stream, stream_info=info, **options)
     except MissingDependencyException as exc:
-        raise ConversionError(f"Reading {what.description} is not installed on this server") from exc
+        raise ConversionError(
+            Text(
+                gettext_noop("Reading %(what)s is not installed on this server"), what=Text(what.description)
+            )
+        ) from exc
     except Exception as exc:
         logger.info("converting %s (%s) failed", name, kind, exc_info=True)
         if isinstance(cause(exc), MemoryError):
             raise ConversionError(
-                f"{name} needs more memory to convert than allowed", out_of_memory=True
+                Text(gettext_noop("%(name)s needs more memory to convert than allowed"), name=name),
+                out_of_memory=True,
             ) from exc
-        prefix = what.damaged or f"{name} could not be converted"
-        raise ConversionError(f"{prefix}: {error_reason(exc)}") from exc
+        prefix = (
+            Text(what.damaged)
+            if what.damaged
+            else Text(gettext_noop("%(name)s could not be converted"), name=name)
+        )
+        raise ConversionError(
+            Text(gettext_noop("%(prefix)s: %(reason)s"), prefix=prefix, reason=error_reason(exc))
+        ) from exc
     return result.markdown or "", result.title or ""
 
 
@@ -166,7 +180,14 @@ def _check_pdf_pages(path: Path, name: str) -> None:
     finally:
         document.close()
     if pages > MAX_PDF_PAGES:
-        raise ConversionError(f"{name} has {pages:,} pages; the limit is {MAX_PDF_PAGES:,}")
+        raise ConversionError(
+            Text(
+                gettext_noop("%(name)s has %(pages)s pages; the limit is %(limit)s"),
+                name=name,
+                pages=f"{pages:,}",
+                limit=f"{MAX_PDF_PAGES:,}",
+            )
+        )
 
 
 # --- Text ----------------------------------------------------------------------------------------------------------
@@ -183,13 +204,15 @@ def decode_text(data: bytes) -> tuple[str, str]:
             return data.decode(encoding), encoding.removesuffix("-sig")
         except UnicodeDecodeError:
             continue
-    raise ConversionError("This file could not be read as text: it is not UTF-8, GB18030 or Windows-1252")
+    raise ConversionError(
+        Text(gettext_noop("This file could not be read as text: it is not UTF-8, GB18030 or Windows-1252"))
+    )
 
 
 def _read_text(source: Source) -> tuple[str, str]:
     """The file's text and the notice saying which encoding read it, when not UTF-8."""
     text, encoding = decode_text(source.path.read_bytes())
-    return text, "" if encoding in ("utf-8", "ascii") else f"The text was read as {encoding.upper()}."
+    return text, _read_as(encoding)
 
 
 def convert_plain(source: Source) -> Extracted:
@@ -198,13 +221,25 @@ def convert_plain(source: Source) -> Extracted:
     return Extracted(text, "", notice)
 
 
+def _read_as(encoding: str) -> str:
+    """The notice for text read in another encoding than UTF-8 ("" for UTF-8)."""
+    if encoding in ("utf-8", "ascii"):
+        return ""
+    return Text(gettext_noop("The text was read as %(encoding)s."), encoding=encoding.upper())
+
+
 def convert_json(source: Source) -> Extracted:
     text, notice = _read_text(source)
     try:
         pretty = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
     except ValueError as exc:
         return Extracted(
-            _fence(text, "json"), "", f"This is not valid JSON ({exc}); its text was kept as it is."
+            _fence(text, "json"),
+            "",
+            Text(
+                gettext_noop("This is not valid JSON (%(error)s); its text was kept as it is."),
+                error=str(exc),
+            ),
         )
     return Extracted(_fence(pretty, "json"), "", notice)
 
@@ -219,7 +254,7 @@ def convert_html(source: Source) -> Extracted:
     data = source.path.read_bytes()
     declared = re.search(rb"""<meta[^>]+charset=["']?([\w-]+)""", data[:4096], re.IGNORECASE)
     text, encoding = _decode_html(data, declared.group(1).decode("ascii") if declared else None)
-    notice = "" if encoding in ("utf-8", "ascii") else f"The text was read as {encoding.upper()}."
+    notice = _read_as(encoding)
     markdown, title = markitdown(text.encode("utf-8"), source, {})
     return Extracted(markdown, title, notice)
 
@@ -267,7 +302,11 @@ def convert_image(source: Source) -> Extracted:
     if not exiftool or not markdown.split(DESCRIPTION)[0].strip():
         markdown = f"{metadata}\n\n{markdown}"
     if DESCRIPTION in markdown:
-        return Extracted(markdown, title, "The image was described by the configured LLM; no OCR was run.")
+        return Extracted(
+            markdown,
+            title,
+            Text(gettext_noop("The image was described by the configured LLM; no OCR was run.")),
+        )
     # Without a description the only text is the metadata, shown but not indexed: it is not the picture's content.
     return Extracted(markdown, title, IMAGE_NOTICE, parts=[])
 
@@ -316,14 +355,30 @@ def _image_metadata(source: Source) -> tuple[str, str]:
                         fields[label] = one_line(text)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         pixels = re.search(r"\((\d+) pixels\)", str(exc))
-        size = f" of {int(pixels.group(1)) / 1e6:,.0f} million pixels" if pixels else ""
+        size = (
+            Text(gettext_noop(" of %(count)s million pixels"), count=f"{int(pixels.group(1)) / 1e6:,.0f}")
+            if pixels
+            else ""
+        )
         raise ConversionError(
-            f"{name} is an image{size}, past the limit of {(Image.MAX_IMAGE_PIXELS or 0) / 1e6:,.0f} million pixels: it "
-            "is refused as a possible decompression bomb (shrink it and upload it again)"
+            Text(
+                gettext_noop(
+                    "%(name)s is an image%(size)s, past the limit of %(limit)s million pixels: it is refused as a "
+                    "possible decompression bomb (shrink it and upload it again)"
+                ),
+                name=name,
+                size=size,
+                limit=f"{(Image.MAX_IMAGE_PIXELS or 0) / 1e6:,.0f}",
+            )
         ) from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ConversionError(
-            f"{source.format.damaged}: {name} could not be opened ({error_reason(exc)})"
+            Text(
+                gettext_noop("%(damaged)s: %(name)s could not be opened (%(reason)s)"),
+                damaged=Text(source.format.damaged),
+                name=name,
+                reason=error_reason(exc),
+            )
         ) from exc
     lines = [f"{key}: {value}" for key, value in fields.items() if value]
     return "\n".join(lines), fields.get("Title", "")

@@ -1,5 +1,6 @@
 """The one failure of a conversion, and the reason shown for what a converter raised."""
 
+from core.stored_text import Text, gettext_noop
 from core.text import without_paths
 
 
@@ -23,6 +24,6 @@ def error_reason(exc: BaseException) -> str:
     exc = cause(exc)
     kind = type(exc).__name__
     if "Password" in kind or "Encrypt" in kind:
-        return "it is password-protected"
+        return Text(gettext_noop("it is password-protected"))
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
     return without_paths(text)[:200]

@@ -8,6 +8,7 @@ fall through to a ZIP or plain-text reader and be indexed as XML soup.
 import codecs
 import re
 
+from core.stored_text import Text, gettext_noop
 from knowledge.pipeline import formats
 from knowledge.pipeline.errors import ConversionError
 
@@ -16,12 +17,12 @@ ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 
 # What the bytes may be besides a supported format, as messages name it.
 _OTHER = {
-    "zip": "a ZIP archive",
-    "ole": "an Office 97-2003 file or a password-protected Office file",
-    "exe": "a program",
-    "archive": "a compressed archive",
-    "text": "plain text",
-    "binary": "binary data of an unknown type",
+    "zip": gettext_noop("a ZIP archive"),
+    "ole": gettext_noop("an Office 97-2003 file or a password-protected Office file"),
+    "exe": gettext_noop("a program"),
+    "archive": gettext_noop("a compressed archive"),
+    "text": gettext_noop("plain text"),
+    "binary": gettext_noop("binary data of an unknown type"),
 }
 
 
@@ -41,12 +42,18 @@ def detect(head: bytes, name: str, zip_names: list[str] | None) -> str:
     `zip_names`: an archive's member names when the whole file was read, else None (judged by the head).
     """
     if not head:
-        raise ConversionError("The file is empty")
+        raise ConversionError(Text(gettext_noop("The file is empty")))
     extension = extension_of(name)
     by_extension = formats.kind_by_extension()
     claimed = by_extension.get(extension)
     if extension and claimed is None:
-        raise ConversionError(f"Unsupported file type .{extension}: supported are {', '.join(by_extension)}")
+        raise ConversionError(
+            Text(
+                gettext_noop("Unsupported file type .%(extension)s: supported are %(supported)s"),
+                extension=extension,
+                supported=", ".join(by_extension),
+            )
+        )
     claim = formats.get(claimed) if claimed is not None else None
     real = sniff(head, zip_names)
     if real == "zip-partial":  # benefit of the doubt; convert_to_markdown lists the whole archive
@@ -56,15 +63,40 @@ def detect(head: bytes, name: str, zip_names: list[str] | None) -> str:
             return "txt"
         if real in by_extension.values():
             return real
-        raise ConversionError(f"{name} has no extension and is {described(real)}, which is not supported")
+        raise ConversionError(
+            Text(
+                gettext_noop("%(name)s has no extension and is %(what)s, which is not supported"),
+                name=name,
+                what=Text(described(real)),
+            )
+        )
     if real == claimed or (claim.family == "image" and _family(real) == "image"):
         return real  # a .png that is really a JPEG is still an image we read the same way
     if claim.family == "text" and real == "text":
         return claim.name
     if real == "binary" and claim.wrong_start:
-        raise ConversionError(f"{claim.damaged}: {name} {claim.wrong_start}")
-    advice = "save it in a current format without a password" if real == "ole" else "upload the original file"
-    raise ConversionError(f"{name} is named .{extension} but is really {described(real)}; {advice}")
+        raise ConversionError(
+            Text(
+                gettext_noop("%(damaged)s: %(name)s %(wrong_start)s"),
+                damaged=Text(claim.damaged),
+                name=name,
+                wrong_start=Text(claim.wrong_start),
+            )
+        )
+    advice = Text(
+        gettext_noop("save it in a current format without a password")
+        if real == "ole"
+        else gettext_noop("upload the original file")
+    )
+    raise ConversionError(
+        Text(
+            gettext_noop("%(name)s is named .%(extension)s but is really %(what)s; %(advice)s"),
+            name=name,
+            extension=extension,
+            what=Text(described(real)),
+            advice=advice,
+        )
+    )
 
 
 def _family(kind: str) -> str | None:

@@ -12,9 +12,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from conversations.models import AgentSession
 from core.models import ApiKey, MirrorState
+from core.stored_text import Text
 from core.text import count_tokens
 from memories import curation
 from memories.actions.rules import (
@@ -47,6 +49,8 @@ EDITABLE_FIELDS = (
 )
 # What an edit record may restore: the editable fields as they were, session by key and dates as ISO text.
 RESTORABLE_FIELDS = EDITABLE_FIELDS
+# Reasons are stored in English with their message keys (core.stored_text): the history shows them translated.
+RESTORED_BY_HAND = Text(gettext_noop("restored by hand"))
 
 
 @transaction.atomic
@@ -127,7 +131,7 @@ def curate_edit(memory: Memory, *, via: str, editor: User | None, api_key: ApiKe
             apply_supersede(decision, memory, via=via, api_key=api_key, editor=editor)
         )
     elif decision.action in (curation.DUPLICATE, curation.MERGE) and decision.existing is not None:
-        reason = f"edited to repeat another memory: {decision.reason}"
+        reason = Text(gettext_noop("edited to repeat another memory: %(reason)s"), reason=decision.reason)
         memory_fold(
             memory=memory, into=decision.existing, reason=reason, via=via, editor=editor, api_key=api_key
         )
@@ -184,7 +188,10 @@ def memory_restore_version(
         memory=memory,
         via=via,
         editor=editor,
-        reason=f"restored the version from before the edit of {when:%Y-%m-%d %H:%M:%S}",
+        reason=Text(
+            gettext_noop("restored the version from before the edit of %(when)s"),
+            when=f"{when:%Y-%m-%d %H:%M:%S}",
+        ),
         **version,
     )
     if restored.edits.count() == edits_before:
@@ -280,7 +287,7 @@ def memory_reinstate(
     via: str,
     editor: User | None = None,
     api_key: ApiKey | None = None,
-    reason: str = "restored by hand",
+    reason: str = RESTORED_BY_HAND,
 ) -> Memory:
     """Make a superseded fact current again (the one that replaced it stays current too); recorded as an edit."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from conversations.models import AgentSession
 from core import disk
@@ -20,6 +21,7 @@ from core.dispatch import dispatch_on_commit
 from core.limits import MAX_NAME_CHARS, InputRejected, check_text
 from core.llm import get_llm
 from core.models import ApiKey
+from core.stored_text import Text
 from core.text import count_tokens, fingerprint
 from memories import curation, mirror
 from memories.actions.edit import apply_supersede, index_facts, memory_reinstate, memory_update
@@ -89,7 +91,7 @@ def memory_write(
     if session_key is not None:
         check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
     file_size = getattr(detail.get("file"), "size", None) or 0
-    disk.require_space(disk.texts_bytes([content]) + file_size, "this memory")
+    disk.require_space(disk.texts_bytes([content]) + file_size, Text(gettext_noop("this memory")))
     # Checking, screening and reading the text for entities write nothing, so they run before the transaction:
     # on SQLite it holds the one write lock from its first statement (transaction_mode IMMEDIATE), and every
     # concurrent add waited out this work too (~15 ms of the ~45 ms an add held the lock).
@@ -267,11 +269,13 @@ def memory_write_undo(
             memory=memory,
             via=EditVia.CHAT,
             changes={"seen_count": [memory.seen_count + 1, memory.seen_count]},
-            reason="a repeat taken back (undo)",
+            reason=Text(gettext_noop("a repeat taken back (undo)")),
         )
         return True
     for older in Memory.objects.filter(user=user, pk__in=list(superseded), superseded_by=memory):
-        memory_reinstate(memory=older, via=EditVia.CHAT, reason="the fact that replaced it was undone")
+        memory_reinstate(
+            memory=older, via=EditVia.CHAT, reason=Text(gettext_noop("the fact that replaced it was undone"))
+        )
     return memories_delete(user=user, memory_ids=[memory.pk]) == 1
 
 
@@ -304,7 +308,8 @@ def memory_bulk_create(
     for (a bulk of 200 once held it for tens of seconds under load, and the others gave up at the busy
     timeout): checking, embedding and reading the texts for entities need no database and run before it; the
     memories' entity links, derived from the stored rows, are written after it, one memory per transaction."""
-    disk.require_space(disk.texts_bytes([item.content for item in items]), f"these {len(items)} memories")
+    these = Text(gettext_noop("these %(count)s memories"), count=len(items))
+    disk.require_space(disk.texts_bytes([item.content for item in items]), these)
     memories = []
     for position, item in enumerate(items):
         try:

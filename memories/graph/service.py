@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from core import mirror_outbox, stores
 from core.errors import RequestRefused
@@ -198,11 +199,13 @@ def entity_update(
         name = " ".join(name.split())
         key = entity_key(name)
         if not key or len(name) > 200:
-            raise GraphRequestError("a name needs 1 to 200 characters, not only punctuation")
+            raise GraphRequestError(gettext("a name needs 1 to 200 characters, not only punctuation"))
         if name != entity.name:
             twin = Entity.objects.filter(user_id=entity.user_id, key=key).exclude(pk=entity.pk).first()
             if twin is not None:
-                raise GraphRequestError(f"“{twin.name}” already exists: merge into it instead")
+                raise GraphRequestError(
+                    gettext("“%(name)s” already exists: merge into it instead") % {"name": twin.name}
+                )
             _record(
                 editor,
                 owner_id=entity.user_id,
@@ -215,7 +218,9 @@ def entity_update(
             fields += ["name", "key"]
     if entity_type is not None and entity_type != entity.entity_type:
         if entity_type not in EntityType.values:
-            raise GraphRequestError(f"type must be one of {', '.join(EntityType.values)}")
+            raise GraphRequestError(
+                gettext("type must be one of %(items)s") % {"items": ", ".join(EntityType.values)}
+            )
         _record(
             editor,
             owner_id=entity.user_id,
@@ -236,9 +241,9 @@ def entity_update(
 def entity_merge(*, user: User, source: Entity, target: Entity, editor: Editor | None = None) -> Entity:
     """Fold `source` into `target`: its memory links and relations move over, duplicates add up, it is deleted."""
     if source.user_id != user.pk or target.user_id != user.pk:
-        raise GraphRequestError("both entities must belong to you")
+        raise GraphRequestError(gettext("both entities must belong to you"))
     if source.pk == target.pk:
-        raise GraphRequestError("an entity cannot be merged into itself")
+        raise GraphRequestError(gettext("an entity cannot be merged into itself"))
     _record(
         editor,
         owner_id=user.pk,
@@ -307,7 +312,7 @@ def relation_update(
     if relation_type is not None:
         relation_type = relation_type_normalised(relation_type)
         if not relation_type or len(relation_type) > 50:
-            raise GraphRequestError("a relation type needs 1 to 50 characters")
+            raise GraphRequestError(gettext("a relation type needs 1 to 50 characters"))
         if relation_type != relation.relation_type:
             twin = Relation.objects.filter(
                 user_id=relation.user_id,
@@ -316,11 +321,14 @@ def relation_update(
                 relation_type=relation_type,
             ).exclude(pk=relation.pk)
             if twin.exists():
-                raise GraphRequestError(f"these entities are already related as {relation_type}")
+                raise GraphRequestError(
+                    gettext("these entities are already related as %(relation_type)s")
+                    % {"relation_type": relation_type}
+                )
             changes["relation_type"] = [relation.relation_type, relation_type]
     if strength is not None and round(strength, 3) != round(relation.strength, 3):
         if not 0 <= strength <= 1:
-            raise GraphRequestError("strength must be between 0 and 1")
+            raise GraphRequestError(gettext("strength must be between 0 and 1"))
         changes["strength"] = [round(relation.strength, 3), round(strength, 3)]
     if not changes:
         return relation

@@ -94,7 +94,9 @@ def _edge(relation: Relation) -> dict:
 
 
 def _cap_message(shown: int, total: int) -> str:
-    return f"Showing {shown} of {total} entities — refine the search" if total > shown else ""
+    if total <= shown:
+        return ""
+    return _("Showing %(shown)s of %(total)s entities — refine the search") % {"shown": shown, "total": total}
 
 
 # --- the page ----------------------------------------------------------------------------------------------

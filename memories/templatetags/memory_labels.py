@@ -4,7 +4,7 @@
 
 from django import template
 
-from memories.models import EditVia, EntityType
+from memories.models import EditVia, EntityType, MemoryType
 
 register = template.Library()
 
@@ -17,3 +17,8 @@ def via_label(value: str) -> str:
 @register.filter
 def entity_type_label(value: str) -> str:
     return str(dict(EntityType.choices).get(value, value))
+
+
+@register.filter
+def memory_type_label(value: str) -> str:
+    return str(dict(MemoryType.choices).get(value, value))

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("conversations", "0001_initial"),
-        ("memories", "0013_console_page_indexes"),
+        ("memories", "0014_message_keys"),
     ]
 
     operations = [
