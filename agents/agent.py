@@ -49,6 +49,7 @@ from memories.profile import Profile, answers_in_chinese, facts_stating, user_pr
 from memories.retrieval import MemoryHit, search_memories
 from memories.statements import statements
 from memories.subjects import asked_slot
+from memories.types import names_where
 
 logger = logging.getLogger(__name__)
 
@@ -275,7 +276,7 @@ class Agent:
             user=self.user,
             query=text,
             limit=CONTEXT_MEMORIES + fresh,  # room for the turn's own memories, which are dropped below
-            memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL],
+            memory_types=names_where(lambda policy: policy.ttl is None),  # working memory is the prompt's own
             min_importance=0.1,
             require_match=True,  # only memories above the search's relevance floor go into an answer
         )

@@ -16,8 +16,9 @@ from knowledge.tools import WRITE_ACTIONS as RAG_WRITES
 from knowledge.tools import RAGTool
 from memories.tools import WRITE_ACTIONS as MEMORY_WRITES
 from memories.tools import MemoryTool
+from memories.types import NAMES as MEMORY_TYPE_NAMES
 
-MEMORY_TYPES = ["working", "episodic", "semantic", "perceptual"]
+MEMORY_TYPES = list(MEMORY_TYPE_NAMES)  # from their policies (memories.types)
 
 
 def _memory(action: str) -> Callable[[ToolCaller, dict[str, Any]], ToolReply]:

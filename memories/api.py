@@ -56,6 +56,7 @@ from memories.schemas import (
     WrittenMemoryOut,
 )
 from memories.tools import MemoryTool
+from memories.types import PERCEPTUAL
 
 # The app's one router, mounted at the API's root: operations tagged otherwise (sessions, the memory tool, the
 # profile) say so themselves, and the graph package's operations join under their own tag.
@@ -173,7 +174,7 @@ def create_perceptual_memory(
     memory = memory_create(
         user=_owner(request),
         content=content.strip() or f"[{modality}] {file.name}",
-        memory_type="perceptual",
+        memory_type=PERCEPTUAL.name,
         importance=importance,
         session=_session(request, session_id, create=True),
         metadata={"filename": file.name, "content_type": content_type, "size": file.size},

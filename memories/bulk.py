@@ -30,9 +30,9 @@ from knowledge.models import Document
 from memories import curation, mirror
 from memories.actions.edit import index_facts, memory_update
 from memories.actions.forgetting import memories_delete
-from memories.actions.rules import GRAPH_TYPES
 from memories.entity_links import link_entities
-from memories.models import EditVia, Memory, MemoryEdit, MemoryType
+from memories.models import EditVia, Memory, MemoryEdit
+from memories.types import NAMES
 
 MAX_BULK = 1000  # memories one action may change: past this the request would hold the database for seconds
 MAX_TAGS = 20
@@ -90,8 +90,8 @@ def parse_value(action: str, raw: str) -> Any:
     if action not in ACTIONS:
         raise BulkError(_("Choose an action for the selected memories."))
     if action == "set_type":
-        if raw not in MemoryType.values:
-            raise BulkError(_("Choose a memory type: %(items)s.") % {"items": ", ".join(MemoryType.values)})
+        if raw not in NAMES:
+            raise BulkError(_("Choose a memory type: %(items)s.") % {"items": ", ".join(NAMES)})
         return raw
     if action == "set_importance":
         try:
@@ -265,7 +265,7 @@ def memories_undelete(*, user: User, snapshot: list[dict], editor: User | None) 
     MemoryEdit.objects.bulk_create(edits)
     index_facts(curation.Curator(user), memories)
     for memory in memories:
-        if memory.memory_type in GRAPH_TYPES:
+        if memory.policy.links_entities:
             link_entities(memory)
     mirror.enqueue([m.pk for m in memories])
     return len(memories)

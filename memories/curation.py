@@ -2,9 +2,10 @@
 
 In order, for one new memory:
 1. An exact duplicate (the same fingerprint, memories.models.Memory.content_hash) of a current memory of the same
-   type in the same scope is not stored again: the existing one counts the repeat and its source. Scope: a fact
-   or a perceptual note anywhere; working memory within its session; an event within its session and
-   EVENT_WINDOW of the earlier one (the same words at another time are another event).
+   type in the same scope is not stored again: the existing one counts the repeat and its source. Scope, from
+   the type's policy (memories.types): a fact or a perceptual note anywhere; working memory within its session;
+   an event within its session and its event_window of the earlier one (the same words at another time are
+   another event).
    Texts are compared normalised (core.text.normalise: NFKC, one form for each quote, apostrophe and dash), so
    "Lena’s … Rust!!" repeats "Lena's … Rust".
 2. A fact (semantic memory) stating a single-valued fact (memories.facts) with another value than a current fact
@@ -32,7 +33,6 @@ always use the offline rules: one model call per item would make an import of th
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 
 import numpy as np
 from django.contrib.auth.models import User
@@ -47,10 +47,10 @@ from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_wor
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.facts import Slot, same_attribute, slots
-from memories.models import Fact, Memory, MemoryType
+from memories.models import Fact, Memory
+from memories.types import names_where
 
 ADD, DUPLICATE, MERGE, SUPERSEDE = "add", "duplicate", "merge", "supersede"
-EVENT_WINDOW = timedelta(minutes=10)
 # Chosen on the dev pairs (the hand-written bench/data/dedupe/pairs_dev.json and the dev halves of the public
 # sets) and reported on the test ones (bench/dedupe_eval.py, bench/results/dedupe.md).
 NEAR_DUPLICATE_SIMILARITY = 0.90
@@ -135,7 +135,7 @@ class Curator:
         and look up each one's nearest stored facts. Writers call it before their transaction: neither step needs
         the database, and on SQLite the transaction holds the one write lock that every other writer waits for
         (a bulk of 200 once held it for seconds of embedding)."""
-        facts = [m for m in memories if m.memory_type == MemoryType.SEMANTIC]
+        facts = [m for m in memories if m.policy.states_facts]
         if not (self.enabled and facts):
             return
         self._rows = stores.embedding_set().embed_documents([m.content for m in facts])
@@ -161,7 +161,7 @@ class Curator:
             )
 
     def slots_of(self, memory: Memory) -> list[Slot]:
-        if memory.memory_type != MemoryType.SEMANTIC:
+        if not memory.policy.states_facts:
             return []
         # By primary key (a new memory has its UUID already), never id(): rows read and dropped inside one
         # bulk write would reuse ids.
@@ -182,7 +182,7 @@ class Curator:
                 reason=Text(gettext_noop("the same text is already stored")),
                 similarity=1.0,
             )
-        if memory.memory_type != MemoryType.SEMANTIC:
+        if not memory.policy.states_facts:
             return Decision(ADD)
         failure = ""
         if self.llm is not None:
@@ -258,12 +258,13 @@ class Curator:
         found = Memory.objects.current().filter(
             user=self.user, content_hash=memory.content_hash, memory_type=memory.memory_type
         )
-        if memory.memory_type in (MemoryType.WORKING, MemoryType.EPISODIC):
+        policy = memory.policy
+        if policy.repeats_per_session:
             found = found.filter(session=memory.session)
-        if memory.memory_type == MemoryType.EPISODIC:
+        if policy.event_window is not None:
             found = found.filter(
-                created_at__gte=memory.created_at - EVENT_WINDOW,
-                created_at__lte=memory.created_at + EVENT_WINDOW,
+                created_at__gte=memory.created_at - policy.event_window,
+                created_at__lte=memory.created_at + policy.event_window,
             )
         return found.filter(file="").exclude(pk=memory.pk).order_by("created_at").first()
 
@@ -271,13 +272,11 @@ class Curator:
     def _same_scope(earlier: Memory, memory: Memory) -> bool:
         if earlier.memory_type != memory.memory_type or earlier.file:
             return False
-        if (
-            memory.memory_type in (MemoryType.WORKING, MemoryType.EPISODIC)
-            and earlier.session != memory.session
-        ):
+        policy = memory.policy
+        if policy.repeats_per_session and earlier.session != memory.session:
             return False
-        if memory.memory_type == MemoryType.EPISODIC:
-            return abs(earlier.created_at - memory.created_at) <= EVENT_WINDOW
+        if policy.event_window is not None:
+            return abs(earlier.created_at - memory.created_at) <= policy.event_window
         return True
 
     # --- 2. contradictions --------------------------------------------------------------------------------
@@ -418,7 +417,10 @@ class Curator:
         cjk_by_id: dict[str, bool] = {}
         try:
             store = mirror.memory_store()
-            where = {"user_id": str(self.user.pk), "memory_type": [MemoryType.SEMANTIC]}
+            where = {
+                "user_id": str(self.user.pk),
+                "memory_type": names_where(lambda policy: policy.states_facts),
+            }
             for name, vector in vectors.items():
                 for hit in store.search(
                     mirror.COLLECTION,

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 from memories.actions.forgetting import FORGET_STRATEGIES
 from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.models import EditVia, Memory, MemoryType
+from memories.types import POLICIES, form_payload
 
 
 class MemoryFilterForm(forms.Form):
@@ -200,6 +201,11 @@ class MemoryFieldsForm(forms.Form):
     )
 
     @property
+    def type_fields(self) -> dict[str, list[str]]:
+        """Per type, the fields only it shows (memories.types): the page script reads them through json_script."""
+        return form_payload()
+
+    @property
     def more_fields(self) -> list:
         """The fields past content, importance and type: the edit page shows them below the inline row's."""
         return [self[name] for name in self.fields if name not in ("content", "importance", "memory_type")]
@@ -252,7 +258,8 @@ class MemoryAddForm(MemoryFieldsForm):
         cleaned = super().clean()
         assert cleaned is not None  # Form.clean returns cleaned_data
         memory_type, upload = cleaned.get("memory_type"), cleaned.get("file")
-        if upload is not None and memory_type != MemoryType.PERCEPTUAL:
+        keeps_file = memory_type in POLICIES and POLICIES[memory_type].keeps_file
+        if upload is not None and not keeps_file:
             self.add_error(
                 "file", _("Only a perceptual memory keeps a file: choose that type, or remove the file.")
             )
@@ -264,12 +271,9 @@ class MemoryAddForm(MemoryFieldsForm):
                 self.add_error(
                     "file", _("The file is larger than %(size)s MB.") % {"size": settings.MNEMO_MAX_UPLOAD_MB}
                 )
-        if not cleaned.get("content", "").strip() and not (memory_type == MemoryType.PERCEPTUAL and upload):
+        if not cleaned.get("content", "").strip() and not (keeps_file and upload):
             self.add_error(
-                "content",
-                _("Write what to remember.")
-                if memory_type != MemoryType.PERCEPTUAL
-                else _("Describe it or add a file."),
+                "content", _("Describe it or add a file.") if keeps_file else _("Write what to remember.")
             )
         return cleaned
 

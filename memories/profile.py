@@ -28,8 +28,9 @@ from core import privacy
 from core.text import cjk_ratio, content_words
 from memories.entities import entity_key
 from memories.facts import SELF, Slot, same_value, slots
-from memories.models import Fact, Memory, MemoryType
+from memories.models import Fact, Memory
 from memories.subjects import acquaintances, self_name, subjects
+from memories.types import names_where
 
 GROUPS = {
     "identity": "Identity",
@@ -59,6 +60,9 @@ _ATTRIBUTE_GROUPS = {
 }
 _ATTRIBUTE_LABELS = {"name": ("name", "名字"), "home": ("home", "住处"), "employer": ("employer", "工作单位")}
 PER_GROUP = 8
+# Where the profile reads facts and recent events: the types whose policy (memories.types) says so.
+FACT_TYPES = names_where(lambda policy: policy.states_facts)
+EVENT_TYPES = names_where(lambda policy: policy.event_window is not None)
 # Facts read per profile: enough to fill every group when many are about other people.
 FACTS_READ = 300
 # Two events whose words (numbers aside) overlap this much are one recurring event.
@@ -186,9 +190,7 @@ class _Reading:
 
 def user_profile(user: User, per_group: int = PER_GROUP) -> Profile:
     current = Memory.objects.current().filter(user=user)
-    facts = current.filter(memory_type=MemoryType.SEMANTIC).order_by(
-        "-importance", "-seen_count", "-created_at"
-    )
+    facts = current.filter(memory_type__in=FACT_TYPES).order_by("-importance", "-seen_count", "-created_at")
     readings = _read([memory for memory in facts[:FACTS_READ] if not holds_secret(memory.content)])
     name, names, name_conflict = _names(user, readings)
     contested = {entity_key(value) for value, _ in name_conflict.options} if name_conflict else set()
@@ -426,7 +428,7 @@ def _recent_events(profile: Profile, current, names: set[str], contested: set[st
     """The user's newest events, one line for events that repeat ("Weekly sync …" every week), counting the
     others on it; events about another named person are theirs."""
     shown: list[tuple[Memory, set[str]]] = []
-    events = current.filter(memory_type=MemoryType.EPISODIC).order_by("-created_at")[: per_group * 6]
+    events = current.filter(memory_type__in=EVENT_TYPES).order_by("-created_at")[: per_group * 6]
     events = [memory for memory in events if not holds_secret(memory.content)]
     for memory, who in zip(events, subjects([memory.content for memory in events]), strict=True):
         if _whose(_Reading(memory, [], who, None, []), names, contested) != SELF:
@@ -463,7 +465,7 @@ def facts_stating(user: User, subject: str, attribute: str) -> list[Memory]:
     stated = stated.filter(key__startswith=key) if attribute.endswith(":") else stated.filter(key=key)
     memories = (
         Memory.objects.current()
-        .filter(user=user, memory_type=MemoryType.SEMANTIC, pk__in=stated.values("memory_id"))
+        .filter(user=user, memory_type__in=FACT_TYPES, pk__in=stated.values("memory_id"))
         .order_by("-importance", "-seen_count", "-created_at")
     )
     return [memory for memory in memories[: STATED_FACTS * 2] if not holds_secret(memory.content)][

@@ -37,8 +37,9 @@ from core.text import CJK_RUN, lexical_terms, without_paths
 from core.vectorstore import VectorStoreError, Where
 from memories import mirror
 from memories.entities import name_keys
-from memories.models import CHAT_ORIGIN, Entity, EntityType, Memory, MemoryEntity, MemoryQuerySet, MemoryType
+from memories.models import CHAT_ORIGIN, Entity, EntityType, Memory, MemoryEntity, MemoryQuerySet
 from memories.scoring import Candidate, rank
+from memories.types import names_where
 
 logger = logging.getLogger(__name__)
 
@@ -322,15 +323,14 @@ def _fact_links(user: User, distance: dict[str, int]) -> list[tuple[str, str]]:
     From the facts, SQLite reads their links through two indexes: cheap while the user has few facts. From the
     entities, it reads every link of theirs and then each linked memory's row for its type: 12 ms when a
     speaker's name links thousands of events, so only for a user with more facts than that."""
-    facts = Memory.objects.filter(user=user, memory_type=MemoryType.SEMANTIC)
+    fact_types = names_where(lambda policy: policy.states_facts)
+    facts = Memory.objects.filter(user=user, memory_type__in=fact_types)
     count = facts.count()  # from the (user, type) index alone
     if not count:
         return []
     if count * LINKS_PER_FACT <= FACT_LINKS_READ_FROM_FACTS:
         return _links_to(distance, MemoryEntity.objects.filter(memory__in=facts))
-    in_reach = MemoryEntity.objects.filter(
-        entity_id__in=list(distance), memory__memory_type=MemoryType.SEMANTIC
-    )
+    in_reach = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__memory_type__in=fact_types)
     return raw_rows(in_reach.values_list("memory_id", "entity_id"))
 
 

@@ -32,9 +32,12 @@ from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.models import Memory
 from memories.retrieval import SCORE_PARTS
 from memories.tools import ACTIONS as MEMORY_TOOL_ACTIONS
+from memories.types import NAMES as MEMORY_TYPE_NAMES
+from memories.types import WORKING
 
 NAMES_RULE = f"Each at most {MAX_NAME_CHARS} characters."
-MemoryTypeName = Literal["working", "episodic", "semantic", "perceptual"]
+# The memory types' names, from their policies (memories.types).
+MemoryTypeName = Literal[MEMORY_TYPE_NAMES]  # type: ignore[valid-type]
 Content = Annotated[str, *text_rules(MAX_CONTENT_CHARS, min_chars=1)]
 ShortText = Annotated[str, *text_rules(MAX_SHORT_TEXT_CHARS)]
 Name = Annotated[str, *text_rules(MAX_NAME_CHARS)]
@@ -53,7 +56,7 @@ Importance = Annotated[Number, Field(ge=0.0, le=1.0)]
 
 class MemoryIn(BodySchema):
     content: Content
-    memory_type: MemoryTypeName = "working"
+    memory_type: MemoryTypeName = WORKING.name
     importance: Importance = 0.5
     session_id: SessionKey | None = Field(
         None, description="Your name for the session; created on first use."

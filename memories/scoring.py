@@ -11,13 +11,12 @@ from datetime import datetime, timedelta
 
 from core.hybrid import Evidence
 from core.ranking import RankingConfig
+from memories.types import policy_of
 
 # Hello-Agents' working-memory decay: 0.95 per 6 hours, never below 0.1.
 DECAY_FACTOR = 0.95
 DECAY_PERIOD_HOURS = 6
 DECAY_FLOOR = 0.1
-WORKING = "working"
-SEMANTIC = "semantic"
 
 
 def time_decay(age: timedelta) -> float:
@@ -55,7 +54,8 @@ def shape(
 ) -> tuple[float, dict[str, float]]:
     """(score, its parts): the fused relevance plus the bonuses of core.ranking, all in σ."""
     age = now - candidate.created_at
-    recency = time_decay(age) if candidate.memory_type == WORKING else recency_score(age)
+    # The type's policy (memories.types) names the curve; the weight is core.ranking's, the same for every type.
+    recency = time_decay(age) if policy_of(candidate.memory_type).recency == "decay" else recency_score(age)
     score = (
         relevance
         + config.graph_weight * graph
@@ -95,7 +95,7 @@ def rank(
         linked = graph.get(memory_id, 0.0)
         text_match = memory_id in text_matched
         if found is None or not (text_match or found.over_noise):
-            if require_match or linked <= 0 or candidate.memory_type != SEMANTIC:
+            if require_match or linked <= 0 or not policy_of(candidate.memory_type).states_facts:
                 continue
             found = Evidence(relevance=config.floor or 0.0)
         elif text_match:

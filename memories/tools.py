@@ -28,14 +28,11 @@ from memories.actions.rules import PERCEPTUAL_MODALITIES
 from memories.actions.write import memory_write
 from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import search_memories
+from memories.types import MEMORY_TYPES, NAMES, names_where, policy_of
 
 # The replies are English, or Chinese (Hello-Agents' own wording) for a call in Chinese (core.tooling.reply_language).
-TYPE_LABELS: dict[str, Any] = {  # lazy: each reply reads them in its own language
-    MemoryType.WORKING: gettext_lazy("working memory"),
-    MemoryType.EPISODIC: gettext_lazy("episodic memory"),
-    MemoryType.SEMANTIC: gettext_lazy("semantic memory"),
-    MemoryType.PERCEPTUAL: gettext_lazy("perceptual memory"),
-}
+# lazy: each reply reads them in its own language
+TYPE_LABELS: dict[str, Any] = {policy.name: policy.noun for policy in MEMORY_TYPES}
 # Hello-Agents' reply for an add, and Mnemo's for the curation outcomes (memories.curation).
 WRITE_REPLIES = {
     "add": gettext_lazy("✅ Memory added (ID: %(id)s)"),
@@ -84,7 +81,7 @@ class MemoryTool(ActionTool):
         by default the API when there is a key, else the tool in Python."""
         self.user_id = user_id
         self.user = tool_user(user_id)
-        self.memory_types = memory_types or [MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC]
+        self.memory_types = memory_types or names_where(lambda policy: policy.searched_by_default)
         self.current_session_id = session_id
         self.conversation_count = 0
         self.api_key = api_key
@@ -103,7 +100,7 @@ class MemoryTool(ActionTool):
 
     def _add(self, params: Params) -> ToolReply:
         content = params.text("content", required=True)
-        memory_type = params.choice("memory_type", MemoryType.WORKING, MemoryType.values)
+        memory_type = params.choice("memory_type", MemoryType.WORKING, NAMES)
         importance = params.number("importance", 0.5, low=0.0, high=1.0)
         # Hello-Agents silently dropped extra keys (event_type, concept, …); keep them as metadata instead.
         metadata = {k: v for k, v in params.raw.items() if k not in PARAMETERS}
@@ -114,7 +111,7 @@ class MemoryTool(ActionTool):
             if params.raw.get(key) is not None:
                 value = params.raw[key]
                 detail[key] = value if isinstance(value, list) else [value]
-        if params.raw.get("file_path") or memory_type == MemoryType.PERCEPTUAL:
+        if params.raw.get("file_path") or policy_of(memory_type).keeps_file:
             detail["modality"] = params.choice("modality", None, MODALITIES) or _modality(
                 params.text("file_path") or ""
             )
@@ -152,7 +149,7 @@ class MemoryTool(ActionTool):
             user=self.user,
             query=query,
             limit=params.integer("limit", 5, high=100),
-            memory_types=params.choices("memory_types", MemoryType.values, alias="memory_type"),
+            memory_types=params.choices("memory_types", NAMES, alias="memory_type"),
             min_importance=params.number("min_importance", 0.1, low=0.0, high=1.0),
             session=self._named_session(params),
             time_range=params.time_range(),
@@ -260,7 +257,7 @@ class MemoryTool(ActionTool):
             }
             for row in rows
         }
-        ordered = {t: by_type[t] for t in MemoryType.values if t in by_type}
+        ordered = {t: by_type[t] for t in NAMES if t in by_type}
         return {
             "user_id": self.user_id,
             "total": sum(entry["count"] for entry in ordered.values()),
@@ -287,7 +284,7 @@ class MemoryTool(ActionTool):
         if params.raw.get("importance") is not None:
             changes["importance"] = params.number("importance", 0.5, low=0.0, high=1.0)
         if params.raw.get("memory_type") is not None:
-            changes["memory_type"] = params.choice("memory_type", None, MemoryType.values)
+            changes["memory_type"] = params.choice("memory_type", None, NAMES)
         if not changes:
             raise ToolInputError(_("give at least one of 'content', 'importance', 'memory_type' to update"))
         memory_update(memory=memory, via=self.via, api_key=self.api_key, **changes)
@@ -314,7 +311,7 @@ class MemoryTool(ActionTool):
             strategy=strategy,
             threshold=params.number("threshold", 0.1, low=0.0, high=1.0),
             max_age_days=params.number("max_age_days", 30, low=0.0),
-            memory_types=params.choices("memory_types", MemoryType.values, alias="memory_type"),
+            memory_types=params.choices("memory_types", NAMES, alias="memory_type"),
         )
         return ToolReply(
             True,
@@ -324,8 +321,8 @@ class MemoryTool(ActionTool):
         )
 
     def _consolidate(self, params: Params) -> ToolReply:
-        from_type = params.choice("from_type", MemoryType.WORKING, MemoryType.values)
-        to_type = params.choice("to_type", MemoryType.EPISODIC, MemoryType.values)
+        from_type = params.choice("from_type", MemoryType.WORKING, NAMES)
+        to_type = params.choice("to_type", MemoryType.EPISODIC, NAMES)
         threshold = params.number("importance_threshold", 0.7, low=0.0, high=1.0)
         promoted = memories_consolidate(
             user=self.user, from_type=from_type, to_type=to_type, importance_threshold=threshold

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories import authoring_views, bulk_views, views
+from memories import authoring_views, bulk_views, review_views, views
 
 urlpatterns = [
     path("", views.memory_list, name="memory_list"),
@@ -8,10 +8,10 @@ urlpatterns = [
     path("bulk/", bulk_views.memories_bulk, name="memories_bulk"),
     path("bulk/undo/", bulk_views.memories_bulk_undo, name="memories_bulk_undo"),
     path("forget/", views.memories_forget, name="memories_forget"),
-    path("review/", views.review, name="memory_review"),
-    path("review/find/", views.review_find, name="memory_review_find"),
-    path("review/bulk/", views.review_bulk, name="memory_review_bulk"),
-    path("review/<int:pk>/<str:decision>/", views.review_decide, name="memory_review_decide"),
+    path("review/", review_views.review, name="memory_review"),
+    path("review/find/", review_views.review_find, name="memory_review_find"),
+    path("review/bulk/", review_views.review_bulk, name="memory_review_bulk"),
+    path("review/<int:pk>/<str:decision>/", review_views.review_decide, name="memory_review_decide"),
     path("sessions/", views.session_list, name="session_list"),
     path("sessions/<uuid:pk>/", views.session_detail, name="session_detail"),
     path("<uuid:pk>/", views.memory_detail, name="memory_detail"),

@@ -3,24 +3,20 @@ or the user a staff member opened (core.acting); writes go through memories.acti
 editor. The browser's paging is memories.listing.
 """
 
-import difflib
 import json
-import re
 import uuid
-from collections.abc import Callable
 from itertools import groupby
-from typing import Any, cast
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
@@ -28,12 +24,12 @@ from conversations.models import AgentSession
 from core.acting import subject_user, subject_view, viewing_other
 from core.pages import AuthenticatedHttpRequest, from_row, navigate, next_url
 from core.querystrings import clean_query
-from memories import authoring_views, bulk, cleaning, facets, history, listing
+from memories import authoring_views, bulk, facets, history, listing
 from memories.actions import edit, forgetting
 from memories.actions.access import record_access
 from memories.actions.rules import MemoryRequestError
 from memories.forms import ForgetForm, MemoryEditForm, MemoryFilterForm, day_bounds
-from memories.models import EditVia, Memory, MemoryType, Proposal, ProposalStatus
+from memories.models import EditVia, Memory, MemoryType
 from memories.retrieval import SCORE_PARTS, search_memories
 
 SEARCH_LIMIT = 50
@@ -392,115 +388,3 @@ def session_detail(request: AuthenticatedHttpRequest, pk: uuid.UUID) -> HttpResp
         "timeline_limit": TIMELINE_LIMIT,
     }
     return render(request, "memories/session_detail.html", context)
-
-
-# --- review queue ------------------------------------------------------------------------------------------
-
-
-def word_diff(old: str, new: str) -> list[tuple[str, str]]:
-    """(op, text) segments from `old` to `new`: "same", "del" or "ins"; words, and characters of Chinese."""
-    tokens = lambda text: re.findall(r"[\u4e00-\u9fff]|\s+|[^\s\u4e00-\u9fff]+", text)  # noqa: E731
-    a, b = tokens(old), tokens(new)
-    segments = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            segments.append(("same", "".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            segments.append(("del", "".join(a[i1:i2])))
-        if j2 > j1:
-            segments.append(("ins", "".join(b[j1:j2])))
-    return segments
-
-
-@subject_view
-@login_required
-@require_GET
-def review(request: AuthenticatedHttpRequest) -> HttpResponse:
-    proposals = Proposal.objects.filter(user=subject_user(request)).select_related("memory", "target")
-    pending = list(proposals.filter(status=ProposalStatus.PENDING)[:200])
-    for proposal in pending:
-        # Only this page shows a diff, so it rides on the proposal to the template rather than on the model.
-        cast(Any, proposal).diff = word_diff(proposal.memory.content, proposal.target.content)
-    decided = proposals.exclude(status=ProposalStatus.PENDING).order_by("-decided_at")[:20]
-    return render(request, "memories/review.html", {"pending": pending, "decided": decided})
-
-
-@subject_view
-@login_required
-@require_POST
-def review_find(request: AuthenticatedHttpRequest) -> HttpResponse:
-    drafts = cleaning.propose(subject_user(request))
-    queued = cleaning.queue(subject_user(request), drafts)
-    messages.success(
-        request,
-        ngettext(
-            "%(found)d proposal found, %(new)d new in the queue.",
-            "%(found)d proposals found, %(new)d new in the queue.",
-            len(drafts),
-        )
-        % {"found": len(drafts), "new": len(queued)},
-    )
-    return redirect("memory_review")
-
-
-DECISIONS: dict[str, Callable[..., Proposal]] = {
-    "approve": cleaning.approve,
-    "reject": cleaning.reject,
-    "undo": cleaning.undo,
-}
-# What a decision did, for the message after it ("reject" + "d" once read "Proposal rejectd.").
-# One decision's message, and the count's message of a decision on several (its number is "count").
-DECIDED = {
-    "approve": (
-        gettext_lazy("Proposal approved."),
-        ngettext_lazy("%(count)d proposal approved.", "%(count)d proposals approved.", "count"),
-    ),
-    "reject": (
-        gettext_lazy("Proposal rejected."),
-        ngettext_lazy("%(count)d proposal rejected.", "%(count)d proposals rejected.", "count"),
-    ),
-    "undo": (
-        gettext_lazy("Proposal undone."),
-        ngettext_lazy("%(count)d proposal undone.", "%(count)d proposals undone.", "count"),
-    ),
-}
-
-
-def _decide(request: AuthenticatedHttpRequest, proposal: Proposal, decision: str) -> bool:
-    try:
-        if decision == "reject":
-            cleaning.reject(proposal)
-        else:
-            DECISIONS[decision](proposal, editor=request.user, via=EditVia.PAGE)
-    except cleaning.ProposalError as exc:
-        messages.error(request, _("Proposal %(id)s: %(error)s.") % {"id": proposal.pk, "error": exc})
-        return False
-    return True
-
-
-@subject_view
-@login_required
-@require_POST
-def review_decide(request: AuthenticatedHttpRequest, pk: int, decision: str) -> HttpResponse:
-    if decision not in DECISIONS:
-        raise Http404("No such decision.")
-    proposal = get_object_or_404(Proposal, pk=pk, user=subject_user(request))
-    if _decide(request, proposal, decision):
-        messages.success(request, DECIDED[decision][0])
-    return redirect("memory_review")
-
-
-@subject_view
-@login_required
-@require_POST
-def review_bulk(request: AuthenticatedHttpRequest) -> HttpResponse:
-    decision = request.POST.get("decision")
-    ids = [value for value in request.POST.getlist("ids") if value.isdigit()]
-    if decision not in ("approve", "reject") or not ids:
-        messages.error(request, _("Select proposals, then Approve or Reject."))
-        return redirect("memory_review")
-    proposals = Proposal.objects.filter(user=subject_user(request), pk__in=ids, status=ProposalStatus.PENDING)
-    done = sum(_decide(request, proposal, decision) for proposal in proposals)
-    messages.success(request, DECIDED[decision][1] % {"count": done})
-    return redirect("memory_review")

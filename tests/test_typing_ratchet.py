@@ -20,6 +20,7 @@ STRICT = {
     "memories.retrieval",
     "memories.scoring",
     "memories.statements",
+    "memories.types",
 }
 # mypy's --strict, flag by flag (an override may not say `strict = true`).
 STRICT_FLAGS = {

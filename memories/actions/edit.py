@@ -20,10 +20,8 @@ from core.stored_text import Text
 from core.text import count_tokens
 from memories import curation
 from memories.actions.rules import (
-    GRAPH_TYPES,
     MAX_SOURCES,
     SCREENED_TEXT,
-    WORKING_MEMORY_TTL,
     MemoryRequestError,
     check_detail,
     check_year,
@@ -33,7 +31,7 @@ from memories.actions.rules import (
 )
 from memories.entity_links import link_entities
 from memories.mirror import save_unmirrored
-from memories.models import Fact, Memory, MemoryEdit, MemoryType
+from memories.models import Fact, Memory, MemoryEdit
 
 EDITABLE_FIELDS = (
     "content",
@@ -99,15 +97,14 @@ def memory_update(
     if "content" in diff:
         memory.token_count = count_tokens(memory.content)
     if "memory_type" in diff and "expires_at" not in changes:
-        memory.expires_at = (
-            timezone.now() + WORKING_MEMORY_TTL if memory.memory_type == MemoryType.WORKING else None
-        )
+        ttl = memory.policy.ttl
+        memory.expires_at = timezone.now() + ttl if ttl is not None else None
     memory.mirror_state = MirrorState.PENDING
     memory.save()  # the save signal puts it in the mirror outbox
     MemoryEdit.objects.create(
         memory=memory, editor=editor, api_key=api_key, via=via, changes=diff, reason=reason
     )
-    if "content" in diff or memory.memory_type in GRAPH_TYPES and "memory_type" in diff:
+    if "content" in diff or memory.policy.links_entities and "memory_type" in diff:
         link_entities(memory)
     if "content" in diff or "memory_type" in diff:
         memory.facts.all().delete()  # what it states changed: index it again

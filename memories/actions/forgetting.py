@@ -15,14 +15,10 @@ from conversations.models import AgentSession
 from core.models import MirrorState
 from memories import cleaning, curation
 from memories.actions.edit import index_facts
-from memories.actions.rules import (
-    GRAPH_TYPES,
-    WORKING_MEMORY_CAPACITY,
-    WORKING_MEMORY_TTL,
-    MemoryRequestError,
-)
+from memories.actions.rules import MemoryRequestError
 from memories.entity_links import link_entities, refresh_entity_frequencies
 from memories.models import EditVia, Entity, Memory, MemoryEdit, MemoryEntity, MemoryType
+from memories.types import NAMES, names_where, policy_of
 
 CONSOLIDATION_BOOST = 1.1  # Hello-Agents' importance boost for a promoted memory
 MAX_AGE_DAYS = 36_500  # a century; more overflows the date arithmetic
@@ -52,7 +48,8 @@ def memories_forget(
     max_capacity: int = 100,
     memory_types: Sequence[str] | None = None,
 ) -> int:
-    """Hello-Agents' forgetting, always scoped to one user; expired working memories go in every strategy."""
+    """Hello-Agents' forgetting, always scoped to one user; expired memories of the types with a TTL (working
+    memory) go in every strategy, and a type with a capacity of its own keeps that many in capacity_based."""
     if strategy not in FORGET_STRATEGIES:
         raise MemoryRequestError(
             _("strategy must be one of: %(strategies)s (got %(got)s)")
@@ -73,7 +70,9 @@ def memories_forget(
     if memory_types:
         memories = memories.filter(memory_type__in=_checked_types(memory_types))
     doomed = set(
-        memories.filter(memory_type=MemoryType.WORKING, expires_at__lte=now).values_list("pk", flat=True)
+        memories.filter(
+            memory_type__in=names_where(lambda policy: policy.ttl is not None), expires_at__lte=now
+        ).values_list("pk", flat=True)
     )
     if strategy == "importance_based":
         doomed |= set(memories.filter(importance__lt=threshold).values_list("pk", flat=True))
@@ -82,19 +81,20 @@ def memories_forget(
             memories.filter(created_at__lt=now - timedelta(days=max_age_days)).values_list("pk", flat=True)
         )
     else:
-        for memory_type in memory_types or MemoryType.values:
-            capacity = WORKING_MEMORY_CAPACITY if memory_type == MemoryType.WORKING else max_capacity
+        for memory_type in memory_types or NAMES:
+            own = policy_of(memory_type).capacity
+            capacity = own if own is not None else max_capacity
             ranked = memories.filter(memory_type=memory_type).order_by("-importance", "-created_at")
             doomed |= set(ranked.values_list("pk", flat=True)[capacity:])
     return memories_delete(user=user, memory_ids=list(doomed))
 
 
 def _checked_types(memory_types: Sequence[str]) -> list[str]:
-    unknown = [t for t in memory_types if t not in MemoryType.values]
+    unknown = [t for t in memory_types if t not in NAMES]
     if unknown:
         raise MemoryRequestError(
             _("unknown memory type(s) %(unknown)s; valid: %(types)s")
-            % {"unknown": ", ".join(map(str, unknown)), "types": ", ".join(MemoryType.values)}
+            % {"unknown": ", ".join(map(str, unknown)), "types": ", ".join(NAMES)}
         )
     return list(memory_types)
 
@@ -118,22 +118,23 @@ def memories_consolidate(
         .filtered(memory_types=[from_type], session=session, min_importance=importance_threshold)
     )
     promoted = []
+    source, target = policy_of(from_type), policy_of(to_type)
     for memory in candidates.select_for_update():
         memory.memory_type = to_type
         memory.importance = min(1.0, memory.importance * CONSOLIDATION_BOOST)
-        memory.expires_at = timezone.now() + WORKING_MEMORY_TTL if to_type == MemoryType.WORKING else None
+        memory.expires_at = timezone.now() + target.ttl if target.ttl is not None else None
         memory.mirror_state = MirrorState.PENDING
         memory.save()  # the save signal puts it in the mirror outbox
         MemoryEdit.objects.create(
             memory=memory, via=EditVia.SYSTEM, changes={"memory_type": [from_type, to_type]}
         )
-        if to_type in GRAPH_TYPES and from_type not in GRAPH_TYPES:
+        if target.links_entities and not source.links_entities:
             link_entities(memory)
         promoted.append(memory)
-    if to_type in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+    if target.states_facts:
+        index_facts(curation.Curator(user), promoted)
+    if target.reviewed_on_promotion:
         # What a promotion repeats or outdates goes to the review queue: consolidation changes nothing else.
-        if to_type == MemoryType.SEMANTIC:
-            index_facts(curation.Curator(user), promoted)
         cleaning.queue(user, cleaning.propose_for(user, promoted))
     return promoted
 

@@ -2,7 +2,7 @@
 error a refusal raises, and the session a key names. Each module of memories.actions builds on these.
 """
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -19,15 +19,10 @@ from core.limits import (
     check_names,
     check_text,
 )
-from memories.models import Memory, MemoryType
+from memories.models import Memory
+from memories.types import NAMES
 
-# Hello-Agents' working-memory rules (MemoryConfig defaults).
-WORKING_MEMORY_TTL = timedelta(minutes=120)
-WORKING_MEMORY_CAPACITY = 10
-WORKING_MEMORY_TOKENS = 2000
-# Facts and events feed the entity graph; working memory is too short-lived and perceptual notes describe files.
-GRAPH_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC)
-# Dates a memory may carry: the edges of Python's calendar overflow when the working-memory TTL is added
+# Dates a memory may carry: the edges of Python's calendar overflow when a type's TTL is added
 # or the time is shown in another zone.
 EARLIEST_YEAR, LATEST_YEAR = 2, 9998
 # A perceptual file's modality, by the prefix of its content type; anything else is "text".
@@ -48,10 +43,10 @@ def session_for_key(*, user: User, key: str) -> AgentSession:
 
 
 def validate(content: str, memory_type: str, importance: float) -> str:
-    if memory_type not in MemoryType.values:
+    if memory_type not in NAMES:
         raise MemoryRequestError(
             _("memory_type must be one of: %(types)s (got %(got)s)")
-            % {"types": ", ".join(MemoryType.values), "got": repr(memory_type)}
+            % {"types": ", ".join(NAMES), "got": repr(memory_type)}
         )
     if not isinstance(content, str) or not content.strip():
         raise MemoryRequestError(_("content must not be empty"))

@@ -27,11 +27,7 @@ from memories import curation, mirror
 from memories.actions.edit import apply_supersede, index_facts, memory_reinstate, memory_update
 from memories.actions.forgetting import memories_delete
 from memories.actions.rules import (
-    GRAPH_TYPES,
     MAX_SOURCES,
-    WORKING_MEMORY_CAPACITY,
-    WORKING_MEMORY_TOKENS,
-    WORKING_MEMORY_TTL,
     MemoryRequestError,
     check_detail,
     check_year,
@@ -44,6 +40,7 @@ from memories.entity_links import link_entities
 from memories.models import EditVia, Memory, MemoryEdit, MemoryType
 from memories.scoring import working_priority
 from memories.tasks import llm_extract_task
+from memories.types import MemoryTypePolicy, policy_of
 
 
 @dataclass(frozen=True)
@@ -86,8 +83,9 @@ def memory_write(
 ) -> Written:
     """Add one memory, checked against the user's current ones first (memories.curation): an exact or near
     duplicate is counted on the memory it repeats instead, and a newer value of a fact supersedes the older.
-    Working memory then evicts by priority to keep its per-session capacity. `session_key` names the session
-    instead of `session`: it is created (when new) in the write's transaction, so a refused write leaves none."""
+    A type with a per-session capacity (working memory) then evicts by priority to keep it. `session_key` names
+    the session instead of `session`: it is created (when new) in the write's transaction, so a refused write
+    leaves none."""
     if session_key is not None:
         check_text(session_key.strip(), "session_id", MAX_NAME_CHARS)
     file_size = getattr(detail.get("file"), "size", None) or 0
@@ -105,7 +103,7 @@ def memory_write(
         created_at=created_at,
         **detail,
     )
-    link = bool(extract_entities or (extract_entities is None and memory.memory_type in GRAPH_TYPES))
+    link = bool(extract_entities or (extract_entities is None and memory.policy.links_entities))
     mentions = model_mentions(memory.content) if link else None
     curator = curation.Curator(user, enabled=curate, llm=get_llm() if curate else None)
     curator.prepare([memory])  # the embedding and the nearest stored facts, outside the write lock too
@@ -139,7 +137,6 @@ def _memory_write(
 ) -> Written:
     if session_key is not None:
         session = memory.session = session_for_key(user=user, key=session_key)
-    memory_type = memory.memory_type
     decision = curator.decide(memory)
     source = _source(memory, via=via, api_key=api_key, editor=editor)
     if decision.action in (curation.DUPLICATE, curation.MERGE):
@@ -152,10 +149,9 @@ def _memory_write(
     if link:
         link_entities(memory, mentions=mentions)
         _enrich_with_llm(memory)
-    if memory_type == MemoryType.WORKING:
-        enforce_working_capacity(
-            user=user, session=session
-        )  # the evicted's points go with their rows (signals)
+    if memory.policy.capacity is not None or memory.policy.token_budget is not None:
+        # The evicted's points go with their rows (signals).
+        enforce_capacity(user=user, session=session, policy=memory.policy)
     return Written(memory, decision.action, decision.reason, decision.superseded)
 
 
@@ -330,7 +326,7 @@ def memory_bulk_create(
             )
         except InputRejected as exc:
             raise MemoryRequestError(f"items[{position}]: {exc}") from None
-    mentions = {m.pk: model_mentions(m.content) for m in memories if m.memory_type in GRAPH_TYPES}
+    mentions = {m.pk: model_mentions(m.content) for m in memories if m.policy.links_entities}
     curator = curation.Curator(user, enabled=curate)
     curator.prepare(memories)
     written = _bulk_write(
@@ -389,21 +385,22 @@ def _bulk_write(
     return written
 
 
-def enforce_working_capacity(*, user: User, session: AgentSession | None) -> list[str]:
-    """Drop expired working memories of the session, then the lowest-priority ones past capacity or tokens."""
+def enforce_capacity(*, user: User, session: AgentSession | None, policy: MemoryTypePolicy) -> list[str]:
+    """Drop the session's expired memories of the policy's type, then the lowest-priority ones (importance ×
+    decay) past its capacity or token budget."""
     now = timezone.now()
-    working = Memory.objects.filter(
-        user=user, session=session, memory_type=MemoryType.WORKING, archived_at=None
-    )
-    expired = list(working.filter(expires_at__lte=now).values_list("pk", flat=True))
+    kept = Memory.objects.filter(user=user, session=session, memory_type=policy.name, archived_at=None)
+    expired = list(kept.filter(expires_at__lte=now).values_list("pk", flat=True))
+    capacity = policy.capacity if policy.capacity is not None else float("inf")
+    budget = policy.token_budget if policy.token_budget is not None else float("inf")
     live = sorted(
-        working.exclude(pk__in=expired),
+        kept.exclude(pk__in=expired),
         key=lambda m: working_priority(m.importance, now - m.created_at),
         reverse=True,
     )
     evicted: list[UUID] = []
     tokens = sum(m.token_count for m in live)
-    while live and (len(live) > WORKING_MEMORY_CAPACITY or tokens > WORKING_MEMORY_TOKENS):
+    while live and (len(live) > capacity or tokens > budget):
         lowest = live.pop()
         tokens -= lowest.token_count
         evicted.append(lowest.pk)
@@ -431,16 +428,17 @@ def _new_memory(
     created_at = created_at or timezone.now()
     expires_at = detail.pop("expires_at", None)
     check_year(expires_at, "expires_at")
-    if expires_at is None and memory_type == MemoryType.WORKING:
-        expires_at = created_at + WORKING_MEMORY_TTL
+    policy = policy_of(memory_type)
+    if expires_at is None and policy.ttl is not None:
+        expires_at = created_at + policy.ttl
     tokens = count_tokens(content)
-    if memory_type == MemoryType.WORKING and tokens > WORKING_MEMORY_TOKENS:
+    if policy.token_budget is not None and tokens > policy.token_budget:
         raise MemoryRequestError(
             _(
                 "working memory holds at most %(limit)d tokens per session and this content has %(tokens)d: "
                 "store it as episodic or semantic memory instead"
             )
-            % {"limit": WORKING_MEMORY_TOKENS, "tokens": tokens}
+            % {"limit": policy.token_budget, "tokens": tokens}
         )
     return Memory(
         user=user,

@@ -1,26 +1,34 @@
 // The add and edit memory pages: show the fields the chosen type uses, and preview a chosen image before upload.
-// No inline script (the CSP blocks it): the form opts in with data-memory-form.
+// No inline script (the CSP blocks it): the form opts in with data-memory-form, and carries per type the fields
+// only that type shows (memories.types, through json_script as #memory-type-fields); the others apply to every type.
 (function () {
   "use strict";
 
-  // Fields that belong to one type; the others apply to every type.
-  var TYPE_FIELDS = { file: "perceptual", context: "episodic", outcome: "episodic", participants: "episodic" };
+  function typeFields(form) {
+    var data = form.querySelector("#memory-type-fields");
+    return data ? JSON.parse(data.textContent) : {};
+  }
 
   function hasValue(wrapper) {
     var input = wrapper.querySelector("input, textarea, select");
     return input && input.type !== "file" && input.value.trim() !== "";
   }
 
-  function syncType(form) {
+  function syncType(form, byType) {
     var select = form.querySelector("select[name=memory_type]");
     if (!select) return;
+    var own = byType[select.value] || [];
+    var typed = {};
+    Object.keys(byType).forEach(function (type) {
+      byType[type].forEach(function (name) { typed[name] = true; });
+    });
     form.querySelectorAll("[data-field]").forEach(function (wrapper) {
-      var only = TYPE_FIELDS[wrapper.dataset.field];
+      var name = wrapper.dataset.field;
       // A field another type uses stays visible when it holds something, so nothing typed is hidden.
-      wrapper.hidden = Boolean(only) && only !== select.value && !hasValue(wrapper);
+      wrapper.hidden = Boolean(typed[name]) && own.indexOf(name) < 0 && !hasValue(wrapper);
     });
     var preview = form.querySelector("[data-file-preview]");
-    if (preview && select.value !== "perceptual") preview.hidden = true;
+    if (preview && own.indexOf("file") < 0) preview.hidden = true;
   }
 
   function showPreview(form, input) {
@@ -47,11 +55,12 @@
   }
 
   function init(form) {
+    var byType = typeFields(form);
     var select = form.querySelector("select[name=memory_type]");
-    if (select) select.addEventListener("change", function () { syncType(form); });
+    if (select) select.addEventListener("change", function () { syncType(form, byType); });
     var input = form.querySelector("input[type=file]");
     if (input) input.addEventListener("change", function () { showPreview(form, input); });
-    syncType(form);
+    syncType(form, byType);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
