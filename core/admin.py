@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from core.models import ApiKey, PrivacySettings, SubjectChange
+from core.models import ApiKey, MirrorOutbox, PrivacySettings, SubjectChange
 
 
 @admin.register(ApiKey)
@@ -27,6 +27,22 @@ class SubjectChangeAdmin(admin.ModelAdmin):
     list_filter = ["method", "status"]
     search_fields = ["path", "staff__username", "subject__username"]
     raw_id_fields = ["staff", "subject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MirrorOutbox)
+class MirrorOutboxAdmin(admin.ModelAdmin):
+    """What waits to be written to the vector stores and the graph (core.mirror_outbox): read-only, for an operator
+    checking why a mirror is behind; the drain and the sweep own the rows."""
+
+    list_display = ["created_at", "kind", "object_id", "claim", "claimed_until"]
+    list_filter = ["kind"]
+    search_fields = ["object_id"]
 
     def has_add_permission(self, request) -> bool:
         return False
