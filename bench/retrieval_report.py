@@ -74,7 +74,9 @@ def model_costs() -> dict:
     from pathlib import Path
 
     path = Path(__file__).resolve().parent / "results" / "model_costs.json"
-    return {row["model"]: row for row in json.loads(path.read_text())} if path.exists() else {}
+    if not path.exists():  # without them every model would look free and the budget would choose nothing
+        raise SystemExit(f"{path.name} is missing: run bench/model_costs.py first (the model set depends on it)")
+    return {row["model"]: row for row in json.loads(path.read_text())}
 
 
 def query_cpu(models, costs) -> tuple[float, float]:
