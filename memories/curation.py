@@ -30,22 +30,21 @@ fails or the reply is not valid, the offline rules above decide and the reason s
 always use the offline rules: one model call per item would make an import of thousands take hours.
 """
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.contrib.auth.models import User
 from django.utils.translation import gettext_noop
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from core import stores
-from core.limits import MAX_CONTENT_CHARS
 from core.llm import LLMClient, LLMError
 from core.stored_text import Text, joined
 from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_word_order
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
+from memories.curation_model import ask_model
 from memories.facts import Slot, same_attribute, slots
 from memories.models import Fact, Memory
 from memories.types import names_where
@@ -71,28 +70,6 @@ THRESHOLDS = {
 # cross-lingual one (USE, whose cosines run lower) at the rest: the scale the thresholds were chosen on.
 SCRIPT_BOUND_SHARE = 0.85
 NEAR_CANDIDATES = 5
-DECISION_PROMPT = (
-    "You keep a user's long-term memory clean. You get the user's current memories, numbered, and one new "
-    "memory. Decide what to do with the new memory and reply with JSON only: "
-    '{"decision": "add" | "update" | "supersede" | "ignore", "targets": [numbers], "text": "...", '
-    '"reason": "one short sentence"}. '
-    "add: it is new information (keep both). "
-    "ignore: it says nothing the target does not already say (same fact, maybe other words or language). "
-    "update: it is the same fact as the target with more detail; text is the one merged memory, in the "
-    "target's language. "
-    "supersede: it replaces the targets because the facts changed (a new employer, home, name, preference, "
-    "relationship...); the targets stay as history. "
-    "targets: the numbers of the memories concerned (none for add)."
-)
-
-
-class _ModelDecision(BaseModel):
-    decision: str = Field(pattern="^(add|update|supersede|ignore)$")
-    targets: list[int] = Field(default_factory=list, max_length=20)
-    text: str | None = Field(None, max_length=MAX_CONTENT_CHARS)
-    reason: str = Field("", max_length=1000)
-
-
 # A fact's nearest stored facts: (point id → score per space, point id → whether its text is CJK).
 _Neighbours = tuple[dict[str, dict[str, float]], dict[str, bool]]
 
@@ -215,17 +192,8 @@ class Curator:
             return Decision(
                 ADD, reason=Text(gettext_noop("the model was not asked: the user has no current fact yet"))
             )
-        shown = list(candidates.values())
-        listing = "\n".join(f"{i}. {m.content}" for i, m in enumerate(shown))
         assert self.llm is not None  # decide() asks the model only when there is one
-        reply = self.llm.ask(
-            DECISION_PROMPT, f"Current memories:\n{listing}\n\nNew memory: {memory.content}", temperature=0.0
-        )
-        payload = reply.strip()
-        if payload.startswith("```"):
-            payload = payload.strip("`").removeprefix("json").strip()
-        choice = _ModelDecision.model_validate(json.loads(payload))
-        targets = [shown[i] for i in dict.fromkeys(choice.targets) if 0 <= i < len(shown)]
+        choice, targets = ask_model(self.llm, memory.content, list(candidates.values()))
         reason = Text(gettext_noop("the model: %(reason)s"), reason=choice.reason or choice.decision)
         if choice.decision != "add" and not targets:
             raise ValueError(f"the model chose {choice.decision} without a valid target")
