@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from celery import shared_task
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -96,7 +97,6 @@ class _DrainOnCommit:
 
     def __call__(self) -> None:
         from core.dispatch import dispatch
-        from core.tasks import drain_mirror_outbox
 
         self.ran = True
 
@@ -245,3 +245,29 @@ def enqueue_unsynced(writer: Writer) -> int:
 def waiting() -> int:
     """Entries not drained yet (the health page)."""
     return MirrorOutbox.objects.count()
+
+
+# --- The tasks (core.tasks names them for the worker) -----------------------------------------------------------
+
+
+@shared_task(
+    name="core.drain_mirror_outbox",
+    autoretry_for=(MirrorDrainFailed,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=8,
+    acks_late=True,
+)
+def drain_mirror_outbox(kinds: list[str] | None = None) -> int:
+    """Write the rows waiting in the mirror outbox (of these mirrors, or all) to their stores; a mirror whose store
+    refused is retried with backoff, and the sweep takes what the retries leave (core/mirror_outbox.py)."""
+    result = drain(kinds=kinds)
+    if result.failed:
+        raise MirrorDrainFailed(f"{', '.join(result.failed)}: the store refused the write")
+    return result.written
+
+
+@shared_task(name="core.sweep_mirror_outbox")
+def sweep_mirror_outbox() -> int:
+    """The periodic round of the mirror outbox: what a crash, a restart or a failed write left (core/mirror_outbox.py)."""
+    return sweep()

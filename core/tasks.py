@@ -2,7 +2,10 @@ from celery import shared_task
 from django.conf import settings
 
 from core import stores
-from core.mirror_outbox import MirrorDrainFailed
+
+# The outbox's tasks live beside what they run; imported here so the worker, which reads each app's tasks module,
+# knows them.
+from core.mirror_outbox import drain_mirror_outbox, sweep_mirror_outbox  # noqa: F401
 
 
 @shared_task(name="core.ping", ignore_result=False)
@@ -48,30 +51,3 @@ def check_mirrors() -> list[str]:
     from core.mirrors import check_all
 
     return [drift.describe() for drift in check_all()]
-
-
-@shared_task(
-    name="core.drain_mirror_outbox",
-    autoretry_for=(MirrorDrainFailed,),
-    retry_backoff=True,
-    retry_backoff_max=600,
-    max_retries=8,
-    acks_late=True,
-)
-def drain_mirror_outbox(kinds: list[str] | None = None) -> int:
-    """Write the rows waiting in the mirror outbox (of these mirrors, or all) to their stores; a mirror whose store
-    refused is retried with backoff, and the sweep takes what the retries leave (core/mirror_outbox.py)."""
-    from core.mirror_outbox import drain
-
-    result = drain(kinds=kinds)
-    if result.failed:
-        raise MirrorDrainFailed(f"{', '.join(result.failed)}: the store refused the write")
-    return result.written
-
-
-@shared_task(name="core.sweep_mirror_outbox")
-def sweep_mirror_outbox() -> int:
-    """The periodic round of the mirror outbox: what a crash, a restart or a failed write left (core/mirror_outbox.py)."""
-    from core.mirror_outbox import sweep
-
-    return sweep()

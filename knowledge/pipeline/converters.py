@@ -18,14 +18,11 @@ import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.stored_text import Text, gettext_noop
 from knowledge.pipeline.errors import ConversionError, cause, error_reason
 from knowledge.pipeline.locations import Part, pdf_pages, workbook_sheets
-
-if TYPE_CHECKING:
-    from knowledge.pipeline.formats import Format
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +37,28 @@ IMAGE_NOTICE = Text(
 )
 
 
+class Described(Protocol):
+    """What a converter reads of its file's Format (knowledge.pipeline.formats, which imports the converters)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def mime_types(self) -> tuple[str, ...]: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def damaged(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Source:
     """A stored upload whose kind is checked: `name` is the safe name the user gave it."""
 
     path: Path
     name: str
-    format: Format
+    format: Described
     llm: dict[str, Any] = field(default_factory=dict)  # llm_client and llm_model, when the caller gave them
 
     @property
