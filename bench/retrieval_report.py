@@ -75,7 +75,9 @@ def model_costs() -> dict:
 
     path = Path(__file__).resolve().parent / "results" / "model_costs.json"
     if not path.exists():  # without them every model would look free and the budget would choose nothing
-        raise SystemExit(f"{path.name} is missing: run bench/model_costs.py first (the model set depends on it)")
+        raise SystemExit(
+            f"{path.name} is missing: run bench/model_costs.py first (the model set depends on it)"
+        )
     return {row["model"]: row for row in json.loads(path.read_text())}
 
 
