@@ -68,12 +68,15 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """The 500 page in the site's layout, rendered from a plain dict: no context processors, so nothing here
     reads the session, the user or the database, any of which may be what just failed."""
     if _is_api(request):
-        return JsonResponse({"detail": "The server failed on this request; the error is logged."}, status=500)
+        return JsonResponse(
+            {"detail": gettext("The server failed on this request; the error is logged.")}, status=500
+        )
     try:
         body = loader.get_template("500.html").render({"show_nav": True})
     except Exception:  # the page itself failed (say, a missing static manifest): still answer, in plain HTML
         logger.exception("the 500 page could not be rendered")
-        body = "<!doctype html><title>Server error</title><h1>Server error (500)</h1>"
+        title = gettext("Server error")
+        body = f"<!doctype html><title>{title}</title><h1>{title} (500)</h1>"
     return HttpResponseServerError(body)
 
 

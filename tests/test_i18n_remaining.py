@@ -303,3 +303,35 @@ def test_a_passage_location_is_in_chinese_on_the_page_and_english_in_the_api(
     english = logged_in.get(reverse("document_detail", args=[document.pk])).text
     assert '<span class="tag location">pages 3–4</span>' in english
     assert chunk.location == "pages 3–4"  # what the API and citations give, whatever the language
+
+
+def test_the_history_names_the_changed_fields_in_the_page_language(logged_in, user):
+    memory = memory_create(
+        user=user, content="The ferry to the island leaves at nine", memory_type="semantic"
+    )
+    memory_update(
+        memory=memory, via=EditVia.PAGE, content="The ferry to the island leaves at ten", importance=0.9
+    )
+    chinese = logged_in.get(reverse("memory_detail", args=[memory.pk]), **ZH).text
+    assert '<span class="change-field">内容</span>' in chinese
+    assert '<span class="change-field">重要性</span>' in chinese
+    english = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
+    assert '<span class="change-field">Content</span>' in english
+    assert '<span class="change-field">Importance</span>' in english
+
+
+def test_the_api_500_answer_is_in_the_request_language():
+    import json
+
+    from django.test import RequestFactory
+
+    from core.views import server_error
+
+    with translation.override("zh-hans"):
+        chinese = server_error(RequestFactory().get("/api/v1/memories/"))
+    english = server_error(RequestFactory().get("/api/v1/memories/"))
+    assert chinese.status_code == english.status_code == 500
+    assert json.loads(chinese.content) == {"detail": "服务器处理此请求时出错；错误已记录。"}
+    assert json.loads(english.content) == {
+        "detail": "The server failed on this request; the error is logged."
+    }

@@ -428,9 +428,9 @@ def test_edit_history_is_shown_on_the_detail_page(logged_in, user):
         **row_htmx(memory),
     )
     html = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
-    assert '<code>content</code> <span class="old">first words</span>' in html
+    assert '<span class="change-field">Content</span> <span class="old">first words</span>' in html
     assert '<span class="new">second words</span>' in html
-    assert '<code>importance</code> <span class="old">0.5</span>' in html
+    assert '<span class="change-field">Importance</span> <span class="old">0.5</span>' in html
     assert '<span class="new">0.7</span>' in html
     assert "<td>alice</td>" in html
     assert '<span class="tag">page</span>' in html

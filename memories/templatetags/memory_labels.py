@@ -1,8 +1,10 @@
 """The labels people read, in the page's language, for memory choices that reach a template as bare stored values
 (a source in a memory's provenance, an entity type in a graph edit's recorded changes). A value no choice names
-(a route added later) is shown as stored."""
+(a route added later) is shown as stored. The same for the fields a memory edit records, which the history
+shows by name."""
 
 from django import template
+from django.utils.translation import gettext_lazy as _
 
 from memories.models import EditVia, EntityType, MemoryType
 
@@ -22,3 +24,28 @@ def entity_type_label(value: str) -> str:
 @register.filter
 def memory_type_label(value: str) -> str:
     return str(dict(MemoryType.choices).get(value, value))
+
+
+# Every field a memory edit records (memories.actions: EDITABLE_FIELDS and the system's own changes).
+_CHANGED_FIELDS = {
+    "content": _("Content"),
+    "importance": _("Importance"),
+    "memory_type": _("Type"),
+    "metadata": _("Metadata"),
+    "context": _("Context"),
+    "outcome": _("Outcome"),
+    "participants": _("Participants"),
+    "tags": _("Tags"),
+    "session": _("Session"),
+    "expires_at": _("Expires"),
+    "archived_at": _("Archived"),
+    "superseded_by": _("Replaced by"),
+    "supersedes": _("Replaces"),
+    "merged": _("Merged"),
+    "seen_count": _("Times seen"),
+}
+
+
+@register.filter
+def changed_field_label(name: str) -> str:
+    return str(_CHANGED_FIELDS.get(name, name))
