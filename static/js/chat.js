@@ -180,7 +180,7 @@
         if (window.htmx) window.htmx.process(rendered); // its Undo buttons are htmx forms
         reveal(rendered);
         finished = true;
-        say(rendered.classList.contains("has-error") ? "The language model failed." : "Answer ready.");
+        say(rendered.classList.contains("has-error") ? gettext("The language model failed.") : gettext("Answer ready."));
       } else if (name === "error") {
         fail(answer, payload.message);
         finished = true;
