@@ -25,7 +25,7 @@ class RankingConfig:
     #: σ added for a text holding all of the query's terms: lexical_weight × coverage ** lexical_power, where
     #: coverage is the IDF-weighted share of the query's terms the text holds (texts in the query's script
     #: only). A power over 1 keeps a partial match on one rare word from counting like a whole match.
-    lexical_weight: float = 8.0
+    lexical_weight: float = 12.0
     lexical_power: float = 2.0
     #: The lexical part counts in proportion to the share of the cross-lingual models' first this-many hits that
     #: are in the query's script: in a store of two languages, words shared with same-script texts must not
