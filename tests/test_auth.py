@@ -248,8 +248,14 @@ def test_an_api_path_no_route_matches_is_a_json_404(client, write_key):
     assert client.get("/no-such-page/").status_code == 404
 
 
-# The operations whose body decides whether they write: they check the scope themselves (core.auth.require_write).
-BODY_DECIDES = {"/api/v1/memories/dedupe", "/api/v1/tools/memory", "/api/v1/tools/rag"}
+# The operations whose body (or, for /tools/{name}, the tool the path names) decides whether they write: they check
+# the scope themselves (core.auth.require_write; tests/test_tool_registry.py shows /tools/{name} refusing).
+BODY_DECIDES = {
+    "/api/v1/memories/dedupe",
+    "/api/v1/tools/memory",
+    "/api/v1/tools/rag",
+    "/api/v1/tools/{name}",
+}
 # Reads that take their query as a body.
 POSTED_READS = {"/api/v1/memories/search", "/api/v1/knowledge/search", "/api/v1/knowledge/ask"}
 

@@ -149,7 +149,7 @@ def check_with_a_lost_edit(
     with psycopg.connect(database_url) as connection:
         lost = connection.execute(
             "DELETE FROM memories_memoryedit WHERE id = (SELECT min(id) FROM memories_memoryedit) RETURNING "
-            "id, memory_id, editor_id, api_key_id, via, changes, reason, created_at"
+            "id, memory_id, editor_id, api_key_id, via, changes, reason, reason_key, created_at"
         ).fetchone()
     try:
         return run_check(instance, source)
@@ -157,8 +157,8 @@ def check_with_a_lost_edit(
         with psycopg.connect(database_url) as connection:
             connection.execute(
                 "INSERT INTO memories_memoryedit (id, memory_id, editor_id, api_key_id, via, changes, reason, "
-                "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (*lost[:5], Jsonb(lost[5]), *lost[6:]),
+                "reason_key, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (*lost[:5], Jsonb(lost[5]), lost[6], Jsonb(lost[7]), lost[8]),
             )
 
 
