@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from celery import Task
@@ -28,8 +28,18 @@ FLUSH_AT_EXIT_SECONDS = 3.0
 
 
 class Outbox:
-    def __init__(self, publish: Callable[[Task, tuple, dict, dict], Any]):
+    def __init__(
+        self,
+        publish: Callable[[Task, tuple, dict, dict], Any],
+        *,
+        limit: int = LIMIT,
+        first_retry_seconds: float = 1.0,
+        retry_max_seconds: float = RETRY_MAX_SECONDS,
+    ):
         self._publish = publish
+        self._limit = limit
+        self._first_retry = first_retry_seconds
+        self._retry_max = retry_max_seconds
         self._items: deque[tuple[Task, tuple, dict, dict, Future]] = deque()
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -43,10 +53,12 @@ class Outbox:
         future: Future = Future()
         with self._changed:
             self._start_sender()
-            if len(self._items) >= LIMIT:
+            if len(self._items) >= self._limit:
                 dropped = self._items.popleft()
                 dropped[-1].cancel()
-                logger.warning("%d tasks wait for the broker: %s left for the sweeps", LIMIT, dropped[0].name)
+                logger.warning(
+                    "%d tasks wait for the broker: %s left for the sweeps", self._limit, dropped[0].name
+                )
             self._items.append((task, args, kwargs, options or {}, future))
             self._changed.notify()
         return future
@@ -84,7 +96,7 @@ class Outbox:
             self._thread.start()
 
     def _send_forever(self) -> None:
-        delay = 1.0
+        delay = self._first_retry
         while True:
             with self._changed:
                 while not self._items:
@@ -100,17 +112,22 @@ class Outbox:
                     )
                 self.last_error = str(exc) or exc.__class__.__name__
                 time.sleep(delay)  # new tasks join the queue meanwhile
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                delay = min(delay * 2, self._retry_max)
                 continue
             if self.down_since is not None:
                 logger.warning("broker reachable again after %.0f s", time.monotonic() - self.down_since)
                 self.down_since, self.last_error = None, ""
-            delay = 1.0
+            delay = self._first_retry
             with self._changed:
                 if self._items and self._items[0][-1] is future:
                     self._items.popleft()
                 self._changed.notify_all()
-            future.set_result(result)
+            try:
+                future.set_result(result)
+            except InvalidStateError:
+                # Cancelled while it was being sent (dropped past the limit, or discarded): it was sent all the
+                # same, and raising here would end the thread and leave every later task unsent.
+                pass
 
 
 def _publish(task: Task, args: tuple, kwargs: dict, options: dict) -> Any:
