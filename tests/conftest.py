@@ -182,6 +182,21 @@ def api(client, write_key):
 
 
 @pytest.fixture
+def chat_completions(client, write_key):
+    """POST /v1/chat/completions (the OpenAI-compatible endpoint) with `body`, as the write key (or `key`)."""
+
+    def call(body, key: str | None = None):
+        return client.post(
+            "/v1/chat/completions",
+            data=json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key or write_key}",
+        )
+
+    return call
+
+
+@pytest.fixture
 def write_key(user) -> str:
     return api_key_create(user=user, name="agent", scope="write")[1]
 

@@ -1,6 +1,5 @@
 """Bad input on every write path gets a clear 4xx that names the rule, and stores nothing (issue 12)."""
 
-import json
 import re
 
 import pytest
@@ -230,29 +229,22 @@ def test_the_tool_refuses_out_of_range_numbers_and_dates(api):
         assert reply["ok"] is False, reply
 
 
-def _chat(client, key, body):
-    return client.post(
-        "/v1/chat/completions",
-        data=json.dumps(body),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {key}",
-    )
-
-
-def test_the_chat_endpoint_caps_messages_and_stores_nothing_when_over(client, write_key):
+def test_the_chat_endpoint_caps_messages_and_stores_nothing_when_over(chat_completions):
     too_long = {"messages": [{"role": "user", "content": "我" * (MAX_CHAT_MESSAGE_CHARS + 1)}]}
-    response = _chat(client, write_key, too_long)
+    response = chat_completions(too_long)
     assert response.status_code == 400 and "8,000" in response.json()["error"]["message"]
     too_many = {"messages": [{"role": "user", "content": "hi"}] * 201}
-    assert "limit is 200" in _chat(client, write_key, too_many).json()["error"]["message"]
+    assert "limit is 200" in chat_completions(too_many).json()["error"]["message"]
     surrogate = {"messages": [{"role": "user", "content": f"hello {LONE_SURROGATE}"}]}
-    assert _chat(client, write_key, surrogate).status_code == 400
-    assert _chat(client, write_key, ["not", "an", "object"]).status_code == 400
+    assert chat_completions(surrogate).status_code == 400
+    assert chat_completions(["not", "an", "object"]).status_code == 400
     assert (Memory.objects.count(), ChatMessage.objects.count()) == (0, 0)
 
 
-def test_a_read_only_key_cannot_chat_because_a_turn_writes(client, read_key):
-    response = _chat(client, read_key, {"messages": [{"role": "user", "content": "I live in Lisbon."}]})
+def test_a_read_only_key_cannot_chat_because_a_turn_writes(chat_completions, read_key):
+    response = chat_completions(
+        {"messages": [{"role": "user", "content": "I live in Lisbon."}]}, key=read_key
+    )
     assert response.status_code == 403 and "read-only" in response.json()["error"]["message"]
     assert (Memory.objects.count(), ChatMessage.objects.count()) == (0, 0)
 

@@ -2,7 +2,6 @@
 Accept-Language and the language switch, and flash messages come out in the chosen language."""
 
 import gettext
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -251,52 +250,37 @@ def test_the_rag_tool_endpoint_answers_in_the_language_of_the_text(api):
     )
 
 
-def _chat(client, key: str, body: dict):
-    return client.post(
-        "/v1/chat/completions",
-        data=json.dumps(body),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {key}",
-    )
-
-
 def _answer(response) -> str:
     assert response.status_code == 200, response.content
     return response.json()["choices"][0]["message"]["content"]
 
 
-def test_the_openai_endpoints_retrieval_only_answer_follows_the_last_message(client, write_key, user):
-    english = _answer(
-        _chat(client, write_key, {"messages": [{"role": "user", "content": "What about the moon?"}]})
-    )
+def test_the_openai_endpoints_retrieval_only_answer_follows_the_last_message(chat_completions, user):
+    english = _answer(chat_completions({"messages": [{"role": "user", "content": "What about the moon?"}]}))
     assert english == (
         "Retrieval-only answer (no LLM is configured): nothing in your memories or knowledge base matches this yet."
     )
-    chinese = _answer(_chat(client, write_key, {"messages": [{"role": "user", "content": "月亮怎么样？"}]}))
+    chinese = _answer(chat_completions({"messages": [{"role": "user", "content": "月亮怎么样？"}]}))
     assert chinese == "仅检索回答（未配置 LLM）： 你的记忆和知识库中还没有与此相关的内容。"
 
 
-def test_the_openai_endpoint_takes_an_explicit_language(client, write_key, user):
+def test_the_openai_endpoint_takes_an_explicit_language(chat_completions, user):
     body = {"messages": [{"role": "user", "content": "What about the moon?"}], "language": "zh-hans"}
-    assert _answer(_chat(client, write_key, body)).startswith("仅检索回答（未配置 LLM）：")
-    refused = _chat(client, write_key, {**body, "language": "de"})
+    assert _answer(chat_completions(body)).startswith("仅检索回答（未配置 LLM）：")
+    refused = chat_completions({**body, "language": "de"})
     assert refused.status_code == 400
     assert "'language' must be one of en, zh-hans" in refused.json()["error"]["message"]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_headings_of_a_retrieval_only_answer_are_translated(client, write_key, api):
+def test_headings_of_a_retrieval_only_answer_are_translated(chat_completions, api):
     for content in ("周五发布新版本", "周五开会讨论新版本"):
         api("post", "/tools/memory", {"action": "add", "content": content, "memory_type": "semantic"})
-    answer = _answer(
-        _chat(client, write_key, {"messages": [{"role": "user", "content": "新版本什么时候？"}]})
-    )
+    answer = _answer(chat_completions({"messages": [{"role": "user", "content": "新版本什么时候？"}]}))
     assert answer.startswith("仅检索回答（未配置 LLM）： ")
     assert "\n记忆中还有：\n- " in answer
     english = _answer(
-        _chat(
-            client,
-            write_key,
+        chat_completions(
             {"messages": [{"role": "user", "content": "新版本什么时候？"}], "language": "en"},
         )
     )

@@ -232,7 +232,7 @@ def test_a_document_title_and_file_name_are_screened(user):
     )
 
 
-def test_the_model_never_sees_a_secret_from_the_conversations_history(fake_llm, client, write_key, user):
+def test_the_model_never_sees_a_secret_from_the_conversations_history(fake_llm, chat_completions, user):
     body = {
         "model": "mnemo-agent",
         "messages": [
@@ -241,13 +241,7 @@ def test_the_model_never_sees_a_secret_from_the_conversations_history(fake_llm, 
             {"role": "user", "content": "Thanks, that is all."},
         ],
     }
-    response = client.post(
-        "/v1/chat/completions",
-        body,
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {write_key}",
-    )
-    assert response.status_code == 200
+    assert chat_completions(body).status_code == 200
     sent = str(fake_llm.requests[-1]["messages"])
     assert PASSWORD not in sent and "the Suva router password is [password masked]" in sent
 

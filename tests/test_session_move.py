@@ -2,8 +2,6 @@
 conversations app that owns them (issue 34). An install migrated at either old layout keeps every session, message
 and the links memories and accesses hold to them, and its admin history follows them."""
 
-import json
-
 import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
@@ -70,16 +68,6 @@ def test_rows_written_before_the_first_move_survive_both():
     assert not {"agents_agentsession", "agents_chatmessage"} & set(tables)
 
 
-def _chat(client, key: str, session: str, text: str):
-    response = client.post(
-        "/v1/chat/completions",
-        data=json.dumps({"messages": [{"role": "user", "content": text}], "user": session}),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {key}",
-    )
-    assert response.status_code == 200, response.content
-
-
 def _everything() -> dict[str, list]:
     """Every row the move could lose, with the links between them."""
     return {
@@ -94,7 +82,7 @@ def _everything() -> dict[str, list]:
 
 
 def test_an_install_filled_through_the_api_loses_nothing_moving_sessions_to_conversations(
-    client, api, write_key
+    api, chat_completions
 ):
     """Filled as agents fill it (memories in sessions, chat turns through the OpenAI endpoint, searches that log
     accesses), migrated back to the layout before issue 34 and forward again: every row and link is there."""
@@ -104,8 +92,9 @@ def test_an_install_filled_through_the_api_loses_nothing_moving_sessions_to_conv
     ]:
         body = {"content": content, "memory_type": "episodic", "session_id": session}
         assert api("post", "/memories/", body).status_code == 201
-    _chat(client, write_key, "planning", "I keep my passport in the blue folder.")
-    _chat(client, write_key, "planning", "Where is my passport?")
+    for text in ("I keep my passport in the blue folder.", "Where is my passport?"):
+        turn = chat_completions({"messages": [{"role": "user", "content": text}], "user": "planning"})
+        assert turn.status_code == 200, turn.content
     assert api("post", "/memories/search", {"query": "ferry", "session_id": "trip"}).status_code == 200
     filled = _everything()
     assert len(filled["sessions"]) >= 3 and len(filled["messages"]) >= 4 and filled["accesses"]

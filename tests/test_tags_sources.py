@@ -1,7 +1,6 @@
 """Tags and sources: each memory's tags and the route it was written through, shown, filtered and counted."""
 
 import importlib
-import json
 
 import pytest
 from django.apps import apps
@@ -36,7 +35,7 @@ def api_list(api, query: str) -> list[str]:
 # --- where a memory came from --------------------------------------------------------------------------------
 
 
-def test_each_route_records_how_a_memory_was_written(logged_in, client, user, api, write_key):
+def test_each_route_records_how_a_memory_was_written(logged_in, user, api, chat_completions):
     api("post", "/memories/", {"content": "Sent by an agent over the API", "memory_type": "semantic"})
     logged_in.post(
         reverse("memory_add"),
@@ -46,12 +45,7 @@ def test_each_route_records_how_a_memory_was_written(logged_in, client, user, ap
         {"action": "add", "content": "Added from Python", "memory_type": "semantic"}
     )
     Agent(user=user, session=session_for_key(user=user, key="chat-1")).run("I live in Lisbon.")
-    response = client.post(
-        "/v1/chat/completions",
-        data=json.dumps({"messages": [{"role": "user", "content": "I work at Zephyr Labs."}]}),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {write_key}",
-    )
+    response = chat_completions({"messages": [{"role": "user", "content": "I work at Zephyr Labs."}]})
     assert response.status_code == 200
     origins = {
         m.content: (m.origin, m.origin_key.name if m.origin_key else None)
