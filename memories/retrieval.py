@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import cast
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
@@ -171,7 +172,7 @@ def search_memories(
     # The graph's reach and the mirror's count need only the query and the user: they are read here (SQL, this
     # thread's connection) while the models embed the query and the store searches in other threads.
     (reach, missing), (fused, notice) = side_by_side(
-        lambda: (_graph_reach(user, query), mirror.missing_points(user)), signals
+        lambda: (_graph_reach(user, query, config), mirror.missing_points(user)), signals
     )
     if missing and not notice:
         # A store deleted or damaged under the server: say so, and let the text match find what it lacks.
@@ -213,16 +214,18 @@ _CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at", "supersed
 @dataclass(frozen=True)
 class _GraphReach:
     """What the graph says about a query before any memory is found: the entities it names and their
-    neighbours (entity id → hops), the links of the user's facts to them, how many memories the user has, and
-    a notice when the graph server could not answer (the SQL graph answered instead: core.stores.read_graph)."""
+    neighbours (entity id → hops), how many memories each is linked to, the links of the user's facts to them,
+    how many memories the user has, and a notice when the graph server could not answer (the SQL graph answered
+    instead: core.stores.read_graph)."""
 
     distance: dict[str, int] = field(default_factory=dict)
+    linked: dict[str, int] = field(default_factory=dict)
     fact_links: list[tuple[str, str]] = field(default_factory=list)
     memories: int = 0
     notice: str = ""
 
 
-def _graph_reach(user: User, query: str) -> _GraphReach:
+def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _GraphReach:
     """The query's entities are the user's known entities whose name it contains (entities.name_keys): an
     indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case. A person
     is also named by a first or last name alone ("Kofi" for Kofi Mensah), read from the user's people (its own
@@ -248,9 +251,17 @@ def _graph_reach(user: User, query: str) -> _GraphReach:
     )
     for neighbor in neighbors:
         distance.setdefault(neighbor.entity_id, neighbor.distance)
-    return _GraphReach(
-        distance, _fact_links(user, distance), Memory.objects.filter(user=user).count(), notice
-    )
+    # Entity.frequency is the count of an entity's links (memories.entity_links keeps it): read for the ≤ 301
+    # entities in reach, where counting their links read every link of a speaker's name.
+    linked = {
+        uuid_text(pk): frequency
+        for pk, frequency in raw_rows(
+            owned_by_pk(Entity.objects.all(), user, distance).values_list("pk", "frequency").order_by()
+        )
+    }
+    memories = memory_count(user)
+    fact_links = _fact_links(user, distance, linked, memories, config)
+    return _GraphReach(distance, linked, fact_links, memories, notice)
 
 
 def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = RANKING) -> dict[str, float]:
@@ -274,25 +285,14 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
     found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
     fact_links = reach.fact_links
-    # Links per entity, for the entities these links reach only: every entity in reach (300 at a hub) meant
-    # counting most of the user's links. Entities are per user, so the link index alone counts them, no join.
-    linked_entities = {entity_id for _, entity_id in (*found_links, *fact_links)}
-    counts = dict(
-        raw_rows(
-            MemoryEntity.objects.filter(entity_id__in=sorted(linked_entities))
-            .values_list("entity_id")
-            .annotate(Count("pk"))
-            .order_by()
-        )
-    )
-    memories = reach.memories
+    linked, memories = reach.linked, reach.memories
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
     closest: dict[str, tuple[int, float]] = {}
     for raw_memory_id, entity_id in {*found_links, *fact_links}:
         memory_id = uuid_text(raw_memory_id)
-        hops = distance[uuid_text(entity_id)]
-        link = (-hops, _specificity(counts.get(entity_id, 1), memories))
+        entity = uuid_text(entity_id)
+        link = (-distance[entity], _specificity(linked.get(entity, 1), memories))
         closest[memory_id] = max(closest.get(memory_id, link), link)
     scores = {
         memory_id: (config.graph_hops[-negative_hops] if -negative_hops < len(config.graph_hops) else 0.0)
@@ -302,10 +302,15 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
     return {memory_id: score for memory_id, score in scores.items() if score > 0}
 
 
-# A fact names about this many entities (memories.entities caps a memory's links well above it).
-LINKS_PER_FACT = 4
-# Up to this many fact links, reading all of them costs less than reading the links of the entities in reach.
-FACT_LINKS_READ_FROM_FACTS = 2_000
+# Up to this many facts, reading all their links (~4 each) costs less than reading the links of the entities in
+# reach.
+FACTS_READ_WHOLE = 500
+# Past that, the links read from the entities in reach, the most specific first, stop at this many: the graph
+# step's bound, whatever the size of the store.
+FACT_LINKS_BUDGET = 2_000
+# The user's memory count, for specificity, is counted again after this long: counting walks the user's index
+# (~5 ms at 100,000 memories), and a minute's writes hardly move log(1 + N/n) / log(1 + N).
+MEMORY_COUNT_SECONDS = 60
 
 
 def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[tuple[str, str]]:
@@ -317,21 +322,49 @@ def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[t
     ]
 
 
-def _fact_links(user: User, distance: dict[str, int]) -> list[tuple[str, str]]:
-    """The links of the user's facts to the entities in reach, read from whichever side has fewer rows.
+def _fact_links(
+    user: User, distance: dict[str, int], linked: dict[str, int], memories: int, config: RankingConfig
+) -> list[tuple[str, str]]:
+    """The links of the user's facts to the entities in reach, read within a bound that does not grow with the
+    store.
 
-    From the facts, SQLite reads their links through two indexes: cheap while the user has few facts. From the
-    entities, it reads every link of theirs and then each linked memory's row for its type: 12 ms when a
-    speaker's name links thousands of events, so only for a user with more facts than that."""
+    A user with few facts has all of their links read (two indexes, cheap). Otherwise they are read from the
+    entities in reach, at most FACT_LINKS_BUDGET links: the entities by the score a link to them gives (hops
+    times specificity), highest first, each while its links fit in what is left. A fact reached only through
+    a name on thousands of memories would score next to nothing (specificity 0.1 at 1,000 memories); reading
+    every link of a speaker's name cost 80 ms at 20,000 memories (bench/results/graph_step.md). The fact's
+    own relevance still counts when the signals find it: its links are read by memory (_graph_scores)."""
     fact_types = names_where(lambda policy: policy.states_facts)
-    facts = Memory.objects.filter(user=user, memory_type__in=fact_types)
-    count = facts.count()  # from the (user, type) index alone
-    if not count:
+    facts = Memory.objects.filter(user=user, memory_type__in=fact_types).order_by()
+    few = facts[: FACTS_READ_WHOLE + 1].count()  # stops counting past the threshold
+    if not few:
         return []
-    if count * LINKS_PER_FACT <= FACT_LINKS_READ_FROM_FACTS:
+    if few <= FACTS_READ_WHOLE:
         return _links_to(distance, MemoryEntity.objects.filter(memory__in=facts))
-    in_reach = MemoryEntity.objects.filter(entity_id__in=list(distance), memory__memory_type__in=fact_types)
+
+    def link_score(entity: str) -> float:
+        hops = distance[entity]
+        weight = config.graph_hops[hops] if hops < len(config.graph_hops) else 0.0
+        return weight * _specificity(linked.get(entity, 1), memories)
+
+    chosen, budget = [], FACT_LINKS_BUDGET
+    for entity in sorted(distance, key=lambda entity: (-link_score(entity), entity)):
+        links = linked.get(entity, 0)
+        if link_score(entity) > 0 and links <= budget:
+            chosen.append(entity)
+            budget -= links
+    in_reach = MemoryEntity.objects.filter(entity_id__in=chosen, memory__memory_type__in=fact_types)
     return raw_rows(in_reach.values_list("memory_id", "entity_id"))
+
+
+def memory_count(user: User) -> int:
+    """How many memories `user` has, counted at most once every MEMORY_COUNT_SECONDS (Django's cache)."""
+    key = f"mnemo:memory-count:{user.pk}"
+    count = cache.get(key)
+    if count is None:
+        count = Memory.objects.filter(user=user).count()
+        cache.set(key, count, MEMORY_COUNT_SECONDS)
+    return int(count)
 
 
 def _specificity(linked: int, memories: int) -> float:
