@@ -156,15 +156,16 @@ def test_graph_aware_retrieval_finds_memories_through_neighbours(user):
     assert [result["content"] for result in reply.data["results"]] == ["李四擅长React"]
 
 
-@pytest.mark.parametrize("links_per_fact", [0, 10_000], ids=["read-from-the-facts", "read-from-the-entities"])
+@pytest.mark.parametrize("facts_read_whole", [500, 0], ids=["read-from-the-facts", "read-from-the-entities"])
 def test_graph_scores_are_the_same_whichever_side_the_fact_links_are_read_from(
-    user, monkeypatch, links_per_fact
+    user, monkeypatch, facts_read_whole
 ):
-    # retrieval._fact_links reads a user's fact links from the facts or from the entities, by which has fewer
-    # rows; both must find the same links. An event (not a fact) counts only when the signals found it.
+    # retrieval._fact_links reads a user's fact links from the facts while they are few, else from the
+    # entities in reach; both must find the same links. An event (not a fact) counts only when the signals
+    # found it.
     from memories import retrieval
 
-    monkeypatch.setattr(retrieval, "LINKS_PER_FACT", links_per_fact)
+    monkeypatch.setattr(retrieval, "FACTS_READ_WHOLE", facts_read_whole)
     tool = MemoryTool(user_id=user.username)
     tool.run({"action": "add", "content": "李四擅长React", "memory_type": "semantic", "importance": 0.5})
     tool.run({"action": "add", "content": "React 19 adds server actions", "memory_type": "semantic"})
@@ -382,3 +383,35 @@ def test_the_users_own_types_outrank_the_gazetteer_and_the_models(user):
     assert Relation.objects.filter(
         source__name="Dakar", target__name="Ilse", relation_type="REPORTS_TO"
     ).exists()
+
+
+def test_past_its_budget_the_graph_step_reads_fact_links_from_the_most_specific_entities_only(
+    user, monkeypatch
+):
+    # A name on more facts than the budget leaves (a speaker's, the user's own) says little about any one of
+    # them: its links are not read, so the graph step's cost stays bounded however large the store grows. The
+    # facts reached through more specific names are still scored; what the signals find keeps its links.
+    from memories import retrieval
+
+    tool = MemoryTool(user_id=user.username)
+    for content in [
+        "Ana Lima lives in Porto.",
+        "Ana Lima works at Acme Corp.",
+        "Ana Lima likes green tea.",
+        "Ana Lima plays chess on Sundays.",
+        "Ana Lima owns a red bicycle.",
+    ]:
+        tool.run({"action": "add", "content": content, "memory_type": "semantic"})
+    monkeypatch.setattr(retrieval, "FACTS_READ_WHOLE", 0)
+
+    def scored(budget: int, found: set[str] = frozenset()) -> set[str]:
+        monkeypatch.setattr(retrieval, "FACT_LINKS_BUDGET", budget)
+        reach = retrieval._graph_reach(user, "Where does Ana Lima live?")
+        return {Memory.objects.get(pk=pk).content for pk in retrieval._graph_scores(reach, found)}
+
+    everything = scored(budget=2_000)
+    assert len(everything) == 5
+    bounded = scored(budget=3)
+    assert bounded == {"Ana Lima lives in Porto.", "Ana Lima works at Acme Corp."}
+    tea = str(Memory.objects.get(content="Ana Lima likes green tea.").pk)
+    assert "Ana Lima likes green tea." in scored(budget=3, found={tea})
