@@ -269,11 +269,16 @@ Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `bench/graph_step.py --sizes 
 ({(time.monotonic() - began) / 60:.0f} min) on {machine()}; load average {load_before} before, {load()} after.
 Revision: {revision()}.
 
-{__doc__.split(chr(10) + chr(10), 1)[1].split("LoCoMo data is read")[0].strip()}
+{chr(10).join(__doc__.split(chr(10) + chr(10))[2:]).split("LoCoMo data is read")[0].strip()}
 
 LoCoMo: {len(texts):,} turns extracted in {extract_seconds:.0f} s; {timed} questions timed per size.
 
 {table}
+
+The bound, and why it holds: `memories.retrieval._fact_links` (facts' links read whole only while the user has
+at most FACTS_READ_WHOLE facts, else at most FACT_LINKS_BUDGET links from the most specific entities in reach),
+the reach's link counts from `Entity.frequency` (≤ 301 entities) and the cached memory count
+(MEMORY_COUNT_SECONDS).
 
 Where the time goes, by SQL statement (execute time only):
 
