@@ -93,9 +93,10 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(PY) scripts/coverage_floors.py .coverage.json
 
 # The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser or service to
-# start, so no apt packages either. `make test` runs every lane.
+# start, so no apt packages either; one pytest-xdist worker per core. `make test` runs every lane, in one process
+# (the coverage floors are measured there).
 test-fast: $(VENV)/.installed-test
-	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit
+	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit -n auto
 
 # The zh-hans catalogue after a marked string changed: new msgids come in untranslated (tests/test_i18n.py fails
 # until each has its msgstr), then both domains are compiled. No source locations in the .po: moving code must not

@@ -21,3 +21,9 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 MNEMO_TASKS_EAGER = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405 - whitenoise warns about a missing folder
+
+if DATABASES["default"]["ENGINE"] == "core.sqlite":  # noqa: F405
+    # Django's in-memory test database, as without the setting, but named: pytest-django gives each xdist worker
+    # its own test database by suffixing the name, and would suffix the data file's path (it does not take
+    # core.sqlite for SQLite) instead of leaving the in-memory name alone.
+    DATABASES["default"]["TEST"] = {"NAME": ":memory:"}  # noqa: F405
