@@ -249,7 +249,7 @@ def test_resync_rebuild_refills_a_store_built_for_other_embedders(user, monkeypa
     # It says how far it is as it goes, and loses no memory.
     assert "2 of 3 memories re-embedded" in out.getvalue() and "3 of 3 memories re-embedded" in out.getvalue()
     assert "Re-mirrored 3 memories" in out.getvalue()
-    assert top(user, "Where does the user work?") == ["The user works as a data engineer at Acme."]
+    assert top(user, "Where does the user work?")[0] == "The user works as a data engineer at Acme."
 
 
 def signals(query, rankings, cjk=None, terms=None, frequency=None, total=None):
