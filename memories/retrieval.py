@@ -295,8 +295,7 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
         link = (-distance[entity], _specificity(linked.get(entity, 1), memories))
         closest[memory_id] = max(closest.get(memory_id, link), link)
     scores = {
-        memory_id: (config.graph_hops[-negative_hops] if -negative_hops < len(config.graph_hops) else 0.0)
-        * specificity
+        memory_id: _hop_weight(-negative_hops, config) * specificity
         for memory_id, (negative_hops, specificity) in closest.items()
     }
     return {memory_id: score for memory_id, score in scores.items() if score > 0}
@@ -342,15 +341,14 @@ def _fact_links(
     if few <= FACTS_READ_WHOLE:
         return _links_to(distance, MemoryEntity.objects.filter(memory__in=facts))
 
-    def link_score(entity: str) -> float:
-        hops = distance[entity]
-        weight = config.graph_hops[hops] if hops < len(config.graph_hops) else 0.0
-        return weight * _specificity(linked.get(entity, 1), memories)
-
+    link_scores = {
+        entity: _hop_weight(hops, config) * _specificity(linked.get(entity, 1), memories)
+        for entity, hops in distance.items()
+    }
     chosen, budget = [], FACT_LINKS_BUDGET
-    for entity in sorted(distance, key=lambda entity: (-link_score(entity), entity)):
+    for entity in sorted(distance, key=lambda entity: (-link_scores[entity], entity)):
         links = linked.get(entity, 0)
-        if link_score(entity) > 0 and links <= budget:
+        if link_scores[entity] > 0 and links <= budget:
             chosen.append(entity)
             budget -= links
     in_reach = MemoryEntity.objects.filter(entity_id__in=chosen, memory__memory_type__in=fact_types)
@@ -365,6 +363,11 @@ def memory_count(user: User) -> int:
         count = Memory.objects.filter(user=user).count()
         cache.set(key, count, MEMORY_COUNT_SECONDS)
     return int(count)
+
+
+def _hop_weight(hops: int, config: RankingConfig) -> float:
+    """What a link to an entity `hops` away from the query's own is worth (config.graph_hops; 0 past them)."""
+    return config.graph_hops[hops] if hops < len(config.graph_hops) else 0.0
 
 
 def _specificity(linked: int, memories: int) -> float:
