@@ -32,8 +32,9 @@ def test_mirrored_models_carry_a_mirror_state(model):
     assert {"mirror_state", "mirror_error", "mirrored_at"} <= {f.name for f in model._meta.get_fields()}
 
 
-def test_sqlite_runs_in_wal_mode(tmp_path):
-    """On the file database `make run` uses (the test database lives in memory, which has no WAL)."""
+def _on_the_file_database(tmp_path, code: str) -> str:
+    """What `code` prints in `manage.py shell` on the file database `make run` uses (the test database lives in
+    memory, which has no WAL and is never closed)."""
     import os
     import subprocess
     import sys
@@ -41,16 +42,33 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
 
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
     environ |= {"MNEMO_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
-    query = "from django.db import connection; c = connection.cursor(); c.execute('PRAGMA journal_mode'); "
     result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", query + "print(c.fetchone()[0])"],
+        [sys.executable, "manage.py", "shell", "-c", code],
         cwd=Path(__file__).resolve().parent.parent,
         env=environ,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert result.stdout.strip().splitlines()[-1] == "wal", result.stderr
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path):
+    query = "from django.db import connection; c = connection.cursor(); c.execute('PRAGMA journal_mode'); "
+    assert _on_the_file_database(tmp_path, query + "print(c.fetchone()[0])") == "wal"
+
+
+def test_a_server_thread_keeps_its_sqlite_connection_from_one_request_to_the_next(tmp_path):
+    """Django closes a connection at the end of each request unless CONN_MAX_AGE says otherwise."""
+    code = (
+        "from django.core.signals import request_finished, request_started\n"
+        "from django.db import connection\n"
+        "request_started.send(sender=None); connection.ensure_connection(); first = connection.connection\n"
+        "request_finished.send(sender=None); request_started.send(sender=None)\n"
+        "connection.ensure_connection(); print(connection.connection is first)"
+    )
+    assert _on_the_file_database(tmp_path, code) == "True"
 
 
 def test_working_memory_gets_a_ttl_and_a_token_count(user):
