@@ -4,15 +4,14 @@ which rows must have a point and how many of a user's passages a search would mi
 writes a document's points together with its rows."""
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
 from uuid import UUID
 
 from django.utils import timezone
 
-from core import hybrid, mirror_outbox, stores
+from core import hybrid, mirror_outbox, mirrors, stores
 from core.models import MirrorState
 from core.text import without_paths
-from core.vectorstore import VectorStore, VectorStoreError
+from core.vectorstore import VectorStore
 from knowledge.models import Chunk, DocumentStatus
 
 COLLECTION = "chunks"
@@ -72,10 +71,6 @@ def chunk_payload(chunk: Chunk) -> dict:
     }
 
 
-# A point written since the store's last count may not be counted yet (VectorStore.COUNT_MAX_AGE).
-COUNTED_AFTER = timedelta(seconds=VectorStore.COUNT_MAX_AGE)
-
-
 def mirrored_rows():
     """The chunks whose points must be in the store now: of ready documents, and mirrored."""
     return Chunk.objects.active().filter(mirror_state=MirrorState.SYNCED)
@@ -84,8 +79,6 @@ def mirrored_rows():
 def register() -> None:
     """The mirror outbox drains chunks through sync_chunks, in the background; the mirror checks (core.mirrors)
     compare the collection with mirrored_rows."""
-    from core import mirrors
-
     mirrors.register_vector_mirror(
         name="knowledge chunks",
         kind=KIND,
@@ -104,17 +97,8 @@ def enqueue(chunk_ids: Iterable[UUID | str]) -> None:
 
 
 def missing_points(user, namespaces: list[str]) -> int:
-    """How many of `user`'s mirrored passages in `namespaces` have no point in the store, by count (0 when it
-    cannot say)."""
-    expected = (
-        mirrored_rows()
-        .filter(user=user, namespace__in=namespaces, mirrored_at__lte=timezone.now() - COUNTED_AFTER)
-        .count()
-    )
-    if not expected:
-        return 0
-    try:
-        points = chunk_store().count_cached(COLLECTION, {"user_id": str(user.pk), "namespace": namespaces})
-    except VectorStoreError:
-        return 0  # the search reports the store itself as unavailable
-    return max(0, expected - points)
+    """How many of `user`'s mirrored passages in `namespaces` have no point in the store
+    (core.mirrors.missing_points)."""
+    rows = mirrored_rows().filter(user=user, namespace__in=namespaces)
+    where = {"user_id": str(user.pk), "namespace": namespaces}
+    return mirrors.missing_points(chunk_store, COLLECTION, rows, where)

@@ -9,15 +9,15 @@ the same rows without harm.
 """
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from uuid import UUID
 
 from django.utils import timezone
 
-from core import hybrid, mirror_outbox, stores
+from core import hybrid, mirror_outbox, mirrors, stores
 from core.models import MirrorState
 from core.text import without_paths
-from core.vectorstore import Point, VectorStore, VectorStoreError
+from core.vectorstore import Point, VectorStore
 from memories.models import CHAT_ORIGIN, Memory
 
 COLLECTION = "memories"
@@ -44,8 +44,6 @@ def mirrored_rows():
 def register() -> None:
     """The mirror outbox drains memories through sync_memories, in the committing thread; the mirror checks
     (core.mirrors: health, the periodic check, resync_mirrors) compare the collection with mirrored_rows."""
-    from core import mirrors
-
     mirrors.register_vector_mirror(
         name="memories",
         kind=KIND,
@@ -72,21 +70,10 @@ def save_unmirrored(memory: Memory, fields: list[str]) -> None:
     Memory.objects.filter(pk=memory.pk).update(**values, updated_at=memory.updated_at)
 
 
-# A point written since the store's last count may not be counted yet (VectorStore.COUNT_MAX_AGE).
-COUNTED_AFTER = timedelta(seconds=VectorStore.COUNT_MAX_AGE)
-
-
 def missing_points(user) -> int:
-    """How many of `user`'s mirrored memories have no point in the store, by count (0 when it cannot say): a
-    search tells the user instead of silently finding nothing (a store deleted under a running server)."""
-    expected = mirrored_rows().filter(user=user, mirrored_at__lte=timezone.now() - COUNTED_AFTER).count()
-    if not expected:
-        return 0
-    try:
-        points = memory_store().count_cached(COLLECTION, {"user_id": str(user.pk)})
-    except VectorStoreError:
-        return 0  # the search reports the store itself as unavailable
-    return max(0, expected - points)
+    """How many of `user`'s mirrored memories have no point in the store (core.mirrors.missing_points)."""
+    rows = mirrored_rows().filter(user=user)
+    return mirrors.missing_points(memory_store, COLLECTION, rows, {"user_id": str(user.pk)})
 
 
 def timestamp(moment: datetime | None) -> float:

@@ -82,6 +82,17 @@ def test_search_says_when_the_store_lost_the_users_memories_and_matches_text_mea
     assert [hit.memory.content for hit in result.hits][:1] == [FACTS[1]]
 
 
+def test_a_search_counts_the_missing_points_again_after_a_write_through_the_store_not_each_time(memories, user):
+    """Counting the rows walks all of the user's: a figure the store's writes have not changed stands."""
+    assert mirror.missing_points(user) == 0
+    unseen = Memory(user=user, content="A row the store never saw.", memory_type="semantic")
+    unseen.mirror_state, unseen.mirrored_at = MirrorState.SYNCED, timezone.now() - timedelta(minutes=5)
+    Memory.objects.bulk_create([unseen])  # no signal: nothing is written to the store
+    assert mirror.missing_points(user) == 0
+    lose_every_memory_point()
+    assert mirror.missing_points(user) == len(FACTS) + 1
+
+
 def test_the_periodic_check_marks_lost_points_for_the_sweep_which_restores_them(memories, user):
     lose_every_memory_point()
     (memory_drift, _) = mirrors.check_all()

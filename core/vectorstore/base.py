@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -384,7 +384,7 @@ class VectorStore(ABC):
     def count(self, collection: str, where: Where | None = None) -> int:
         """Exact number of points, optionally matching `where`."""
 
-    #: How long count_cached() reuses a count that no write through this store has made stale.
+    #: How long count_cached() and cached() reuse a value that no write through this store has made stale.
     COUNT_MAX_AGE = 60.0
     _COUNTS_KEPT = 20_000
 
@@ -392,16 +392,22 @@ class VectorStore(ABC):
         """count(), reused until a write through this store or COUNT_MAX_AGE seconds: for statistics such as
         IDF, where another process's latest writes may show up a minute late. (A filtered count walks the
         filter's index: ~45 ms per query for the IDF of a query's words at 100,000 memories, uncached.)"""
-        counts = self.__dict__.setdefault("_counts", {})
-        key = (collection, json.dumps(where, sort_keys=True, default=str))
+        key = json.dumps(where, sort_keys=True, default=str)
+        return self.cached(collection, key, lambda: self.count(collection, where))
+
+    def cached[T](self, collection: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """compute(), reused as count_cached() reuses a count: for a figure made from the collection's counts
+        and the database's (the mirrors' "points missing" per user), which a write through this store changes.
+        A compute() that raises is not remembered."""
+        values = self.__dict__.setdefault("_counts", {})
         now = time.monotonic()
-        cached = counts.get(key)
+        cached = values.get((collection, key))
         if cached is not None and now - cached[0] < self.COUNT_MAX_AGE:
             return cached[1]
-        value = self.count(collection, where)
-        if len(counts) >= self._COUNTS_KEPT:
-            counts.clear()
-        counts[key] = (now, value)
+        value = compute()
+        if len(values) >= self._COUNTS_KEPT:
+            values.clear()
+        values[(collection, key)] = (now, value)
         return value
 
     def forget_counts(self, collection: str) -> None:
