@@ -1,12 +1,13 @@
 """Query shapes shared by the apps."""
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from django.contrib.auth.models import User
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
-from django.db.models import F, Model, QuerySet
+from django.db import connections, router
+from django.db.models import F, Field, Model, QuerySet
 
 
 def owned_by_pk[M: Model](queryset: QuerySet[M], user: User, ids: Iterable) -> QuerySet[M]:
@@ -38,3 +39,31 @@ def uuid_text(value: object) -> str:
     if isinstance(value, str) and len(value) == 32:
         return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
     return str(value)
+
+
+def owned_rows(model: type[Model], user: User, ids: Iterable[str], columns: Sequence[str]) -> list[tuple]:
+    """The `columns` of `user`'s rows of `model` among the primary keys `ids` (UUIDs as text), raw as the
+    driver returns them: owned_by_pk(...).values_list(...) through raw_rows, without Django's per-value
+    preparation of the key list (four calls per id: 5 ms of a search's graph step for 300 entity ids)."""
+    database = router.db_for_read(model)
+    connection = connections[database]
+    native = connection.features.has_native_uuid_field
+    keys = [key if native else key.hex for key in map(uuid.UUID, ids)]
+    if not keys:
+        return []
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+
+    def column(name: str) -> str:
+        field = cast(Field, model._meta.get_field(name))
+        return f"{table}.{quote(field.column or name)}"
+
+    selected = ", ".join(column(name) for name in columns)
+    marks = ", ".join(["%s"] * len(keys))
+    sql = (
+        f"SELECT {selected} FROM {table} "  # noqa: S608 - names from the model's metadata, values as parameters
+        f"WHERE ({column('user')} + 0) = %s AND {column(model._meta.pk.name)} IN ({marks})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk, *keys])
+        return cursor.fetchall()

@@ -65,8 +65,14 @@ class RankingConfig:
 
     def over_noise(self, similarities: Mapping[str, float]) -> bool:
         """Does some model with a noise floor find the text closer than it (True when no reader has one)?"""
-        floors = {name: self.model_floors[name] for name in similarities if name in self.model_floors}
-        return not floors or any(similarities[name] >= floor for name, floor in floors.items())
+        floored = False
+        for name, similarity in similarities.items():
+            floor = self.model_floors.get(name)
+            if floor is not None:
+                if similarity >= floor:
+                    return True
+                floored = True
+        return not floored
 
     def snapshot(self) -> dict[str, Any]:
         """Every value, for the evaluation page's settings snapshot (a change shows as a settings change)."""

@@ -31,7 +31,7 @@ from core import hybrid, stores
 from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
-from core.queries import owned_by_pk, raw_rows, uuid_text
+from core.queries import owned_by_pk, owned_rows, raw_rows, uuid_text
 from core.ranking import RANKING, RankingConfig
 from core.stored_text import Text, in_language
 from core.text import CJK_RUN, lexical_terms, without_paths
@@ -220,7 +220,7 @@ class _GraphReach:
 
     distance: dict[str, int] = field(default_factory=dict)
     linked: dict[str, int] = field(default_factory=dict)
-    fact_links: list[tuple[str, str]] = field(default_factory=list)
+    fact_links: list[tuple[object, str]] = field(default_factory=list)  # (raw memory id, entity id)
     memories: int = 0
     notice: str = ""
 
@@ -254,10 +254,7 @@ def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _Gr
     # Entity.frequency is the count of an entity's links (memories.entity_links keeps it): read for the ≤ 301
     # entities in reach, where counting their links read every link of a speaker's name.
     linked = {
-        uuid_text(pk): frequency
-        for pk, frequency in raw_rows(
-            owned_by_pk(Entity.objects.all(), user, distance).values_list("pk", "frequency").order_by()
-        )
+        uuid_text(pk): frequency for pk, frequency in owned_rows(Entity, user, distance, ("id", "frequency"))
     }
     memories = memory_count(user)
     fact_links = _fact_links(user, distance, linked, memories, config)
@@ -278,25 +275,21 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
     distance = reach.distance
     if not distance:
         return {}
-    # The rows come raw (core.queries.raw_rows): ids as the database stores them, turned into text only where
-    # they meet the text ids of the graph and the vector store.
     # Two lookups, not one OR: SQLite answers `memory IN … OR memory.type = …` by scanning every link.
     # The found memories' links are read by memory and kept for the entities in reach here, in Python: with
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
     found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
-    fact_links = reach.fact_links
-    linked, memories = reach.linked, reach.memories
+    specificity = {entity: _specificity(reach.linked.get(entity, 1), reach.memories) for entity in distance}
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
-    closest: dict[str, tuple[int, float]] = {}
-    for raw_memory_id, entity_id in {*found_links, *fact_links}:
-        memory_id = uuid_text(raw_memory_id)
-        entity = uuid_text(entity_id)
-        link = (-distance[entity], _specificity(linked.get(entity, 1), memories))
-        closest[memory_id] = max(closest.get(memory_id, link), link)
+    # Keyed by the memory's raw id until the end: each id is turned into text once, not once per link.
+    closest: dict[object, tuple[int, float]] = {}
+    for raw_memory_id, entity in {*found_links, *reach.fact_links}:
+        link = (-distance[entity], specificity[entity])
+        closest[raw_memory_id] = max(closest.get(raw_memory_id, link), link)
     scores = {
-        memory_id: _hop_weight(-negative_hops, config) * specificity
-        for memory_id, (negative_hops, specificity) in closest.items()
+        uuid_text(raw_memory_id): _hop_weight(-negative_hops, config) * entity_specificity
+        for raw_memory_id, (negative_hops, entity_specificity) in closest.items()
     }
     return {memory_id: score for memory_id, score in scores.items() if score > 0}
 
@@ -312,18 +305,24 @@ FACT_LINKS_BUDGET = 2_000
 MEMORY_COUNT_SECONDS = 60
 
 
-def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[tuple[str, str]]:
-    """The (memory, entity) rows of the MemoryEntity queryset `links` whose entity is in `distance`, raw."""
-    return [
-        (memory_id, entity_id)
-        for memory_id, entity_id in raw_rows(links.values_list("memory_id", "entity_id"))
-        if uuid_text(entity_id) in distance
-    ]
+def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[tuple[object, str]]:
+    """The (memory, entity) rows of the MemoryEntity queryset `links` whose entity is in `distance`: the memory
+    id raw, as the database stores it (core.queries.raw_rows), the entity id as text, like the graph's.
+    Thousands of ids pass here per search, so each entity id is turned into text once."""
+    entity_text: dict[object, str] = {}
+    kept = []
+    for memory_id, entity_id in raw_rows(links.values_list("memory_id", "entity_id")):
+        entity = entity_text.get(entity_id)
+        if entity is None:
+            entity = entity_text[entity_id] = uuid_text(entity_id)
+        if entity in distance:
+            kept.append((memory_id, entity))
+    return kept
 
 
 def _fact_links(
     user: User, distance: dict[str, int], linked: dict[str, int], memories: int, config: RankingConfig
-) -> list[tuple[str, str]]:
+) -> list[tuple[object, str]]:
     """The links of the user's facts to the entities in reach, read within a bound that does not grow with the
     store.
 
@@ -352,7 +351,7 @@ def _fact_links(
             chosen.append(entity)
             budget -= links
     in_reach = MemoryEntity.objects.filter(entity_id__in=chosen, memory__memory_type__in=fact_types)
-    return raw_rows(in_reach.values_list("memory_id", "entity_id"))
+    return _links_to(distance, in_reach)
 
 
 def memory_count(user: User) -> int:
@@ -417,7 +416,8 @@ def _filtered(
 
 def _candidates(user: User, ids: Iterable[str], scope: _Scope, now: datetime) -> dict[str, Candidate]:
     # The filters are applied again in SQL: the database, not the mirror, decides what a user may see.
-    memories = _filtered(user, scope, now, ids=ids)
+    # No order: rank() sorts, and the model's default order sorted every candidate by date for nothing.
+    memories = _filtered(user, scope, now, ids=ids).order_by()
     return {
         str(pk): Candidate(memory_type, importance, created_at, successor is not None)
         for pk, memory_type, importance, created_at, successor in memories.values_list(*_CANDIDATE_COLUMNS)

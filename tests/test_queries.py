@@ -1,0 +1,22 @@
+"""core.queries: the query shapes the search path shares."""
+
+import pytest
+
+from core.queries import owned_by_pk, owned_rows, raw_rows, uuid_text
+from memories.models import Entity
+
+pytestmark = pytest.mark.django_db
+
+
+def test_owned_rows_reads_the_users_rows_among_the_ids_raw_as_owned_by_pk_does(user, other_user):
+    kestrel = Entity.objects.create(user=user, name="Kestrel", key="kestrel", frequency=3)
+    heron = Entity.objects.create(user=other_user, name="Heron", key="heron", frequency=5)
+    Entity.objects.create(user=user, name="Wren", key="wren", frequency=7)  # not asked for
+    ids = [str(kestrel.pk), str(heron.pk)]
+
+    rows = owned_rows(Entity, user, ids, ("id", "frequency"))
+
+    assert [(uuid_text(pk), frequency) for pk, frequency in rows] == [(str(kestrel.pk), 3)]
+    assert rows == raw_rows(owned_by_pk(Entity.objects.all(), user, ids).values_list("pk", "frequency"))
+    assert owned_rows(Entity, other_user, ids, ("frequency",)) == [(5,)]
+    assert owned_rows(Entity, user, [], ("id",)) == []
