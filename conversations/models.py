@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core.models import MessageKeyField
+from core.models import MessageKeyField, StoredTextQuerySet
 from core.stored_text import shown
 
 
@@ -70,6 +70,8 @@ class ChatMessage(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = StoredTextQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at"]

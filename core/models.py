@@ -190,9 +190,9 @@ class MirrorOutbox(models.Model):
 
 
 class MessageKeyField(models.JSONField):
-    """The key of the text in `text_field` (a sibling column; core.stored_text), filled in from a Text whenever the row is saved or
-    bulk-created, so no service has to remember it; {} for plain text. A QuerySet.update() writes no key: pass
-    `<field>=key_of(text)` there."""
+    """The key of the text in `text_field` (a sibling column; core.stored_text), filled in from a Text whenever the
+    row is saved or bulk-created, or updated through a StoredTextQuerySet, so no service has to remember it; {} for
+    plain text."""
 
     def __init__(self, *args: Any, text_field: str = "", **kwargs: Any) -> None:
         self.text_field = text_field
@@ -210,3 +210,14 @@ class MessageKeyField(models.JSONField):
         if isinstance(text, Text):
             setattr(model_instance, self.attname, key_of(text))
         return super().pre_save(model_instance, add)
+
+
+class StoredTextQuerySet(models.QuerySet):
+    """The manager of a model with a MessageKeyField: update() writes each stored text's key beside it, as a save
+    does, unless the call gives the key itself (the key of a text before it was cut, say)."""
+
+    def update(self, **kwargs: Any) -> int:
+        for field in self.model._meta.concrete_fields:
+            if isinstance(field, MessageKeyField) and field.text_field in kwargs:
+                kwargs.setdefault(field.attname, key_of(kwargs[field.text_field]))
+        return super().update(**kwargs)

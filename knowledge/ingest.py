@@ -111,7 +111,6 @@ def _ingest(document_id: str) -> Document | None:
             markdown=markdown,
             privacy_findings=findings,
             notice=notice,
-            notice_key=key_of(notice),
         )
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
         vectors = _embed(document_id, [spec.text for spec in specs]) if specs else {}
@@ -186,7 +185,6 @@ def _wait_for_turn(document: Document) -> Document:
         status=DocumentStatus.QUEUED,
         progress=0,
         error=WAITING_FOR_TURN,
-        error_key=key_of(WAITING_FOR_TURN),
     )
     dispatch_later(ingest_document, TURN_WAIT_SECONDS, str(document.pk))
     document.refresh_from_db()
@@ -303,7 +301,6 @@ def _pause(document_id: str, full: disk.DiskFull) -> None:
         markdown="",
         space_needed=full.needed,
         error=paused,
-        error_key=key_of(paused),
     )
 
 
@@ -314,8 +311,9 @@ def _message(exc: Exception) -> str:
 
 
 def _fail(document_id: str, reason: str) -> None:
-    # The reason is shown to the user: a store's error may name the server's folders. A key whose English no
-    # longer matches the cut text is ignored when shown (core.stored_text.shown).
+    # The reason is shown to the user: a store's error may name the server's folders. The key is the uncut
+    # reason's, given here because the cut text is plain; a key whose English no longer matches the cut text is
+    # ignored when shown (core.stored_text.shown).
     Document.objects.filter(pk=document_id).exclude(status=DocumentStatus.CANCELLED).update(
         status=DocumentStatus.FAILED, error=without_paths(reason)[:2000], error_key=key_of(reason)
     )

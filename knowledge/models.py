@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-from core.models import MessageKeyField, MirroredModel, TimeStampedModel
+from core.models import MessageKeyField, MirroredModel, StoredTextQuerySet, TimeStampedModel
 from core.stored_text import shown
 
 
@@ -23,7 +23,7 @@ class DocumentStatus(models.TextChoices):
     PAUSED = "paused", _("paused")  # waiting for disk space (core/disk.py); the resume sweep starts it again
 
 
-class DocumentQuerySet(models.QuerySet):
+class DocumentQuerySet(StoredTextQuerySet):
     def for_user(self, user):
         return self.filter(user=user)
 

@@ -24,7 +24,7 @@ from django.utils.translation import gettext_noop
 from core import disk, privacy
 from core.dispatch import dispatch_on_commit
 from core.errors import RequestRefused
-from core.stored_text import Text, key_of
+from core.stored_text import Text
 from knowledge.ingest import STALLED_AFTER, cleanup, ingest, ingest_document
 from knowledge.models import Document, DocumentStatus
 from knowledge.pipeline import ConversionError, safe_filename
@@ -290,7 +290,7 @@ def document_cancel(*, document: Document) -> Document:
             409,
         )
     Document.objects.filter(pk=document.pk, status__in=ACTIVE_STATES).update(
-        status=DocumentStatus.CANCELLED, error=CANCELLED_BY_USER, error_key=key_of(CANCELLED_BY_USER)
+        status=DocumentStatus.CANCELLED, error=CANCELLED_BY_USER
     )
     document.refresh_from_db()
     return document

@@ -4,7 +4,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from conversations.models import AgentSession, ChatMessage
-from core.models import MessageKeyField, MirroredModel, MirrorState
+from core.models import MessageKeyField, MirroredModel, MirrorState, StoredTextQuerySet
 from core.stored_text import shown
 from core.text import fingerprint
 from memories.querysets import CHAT_ORIGIN, HasTag, MemoryQuerySet
@@ -153,6 +153,8 @@ class MemoryEdit(models.Model):
     # The reason's message key (core.stored_text): the reason stays English, the page shows it translated.
     reason_key = MessageKeyField(text_field="reason")
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = StoredTextQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -313,6 +315,8 @@ class Proposal(models.Model):
     status = models.CharField(max_length=8, choices=ProposalStatus, default=ProposalStatus.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StoredTextQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -7,6 +7,7 @@ settings and health pages."""
 import pickle
 
 import pytest
+from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import translation
@@ -14,6 +15,7 @@ from django.utils.translation import gettext_noop
 
 from console import evaluation
 from core.disk import MB, disk_space
+from core.models import MessageKeyField, StoredTextQuerySet
 from core.stored_text import Text, joined, key_of, shown, stored
 from knowledge.models import Document, DocumentStatus
 from knowledge.pipeline import ConversionError
@@ -111,10 +113,34 @@ def test_the_api_keeps_the_stored_english_error(client, write_key, user):
         sha256="e1",
         status=DocumentStatus.CANCELLED,
         error=cancelled,
-        error_key=key_of(cancelled),
     )
     response = client.get(f"/api/v1/documents/{document.pk}", HTTP_X_API_KEY=write_key, **ZH)
     assert response.json()["error"] == "cancelled by the user"
+
+
+def test_an_update_writes_the_key_of_each_stored_text_beside_it_as_a_save_does(user):
+    document = Document.objects.create(user=user, title="t", sha256="e3", status=DocumentStatus.QUEUED)
+    stopped = Text(gettext_noop("stopped while %(name)s waited"), name="notes.txt")
+    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.CANCELLED, error=stopped)
+    document.refresh_from_db()
+    assert (document.error, document.error_key["msgid"]) == (
+        "stopped while notes.txt waited",
+        stopped.key["msgid"],
+    )
+    Document.objects.filter(pk=document.pk).update(error="An older, plain error")
+    document.refresh_from_db()
+    assert document.error_key == {}
+
+
+def test_every_model_with_a_stored_text_writes_its_key_on_update():
+    with_keys = [
+        model
+        for model in apps.get_models()
+        if any(isinstance(field, MessageKeyField) for field in model._meta.concrete_fields)
+    ]
+    assert len(with_keys) >= 4
+    for model in with_keys:
+        assert isinstance(model._default_manager.all(), StoredTextQuerySet), model
 
 
 def test_an_old_document_error_without_a_key_shows_as_stored(logged_in, user):
@@ -318,6 +344,18 @@ def test_the_history_names_the_changed_fields_in_the_page_language(logged_in, us
     english = logged_in.get(reverse("memory_detail", args=[memory.pk])).text
     assert '<span class="change-field">Content</span>' in english
     assert '<span class="change-field">Importance</span>' in english
+
+
+def test_every_field_an_edit_records_has_a_label_in_each_language():
+    from memories.actions.edit import EDITABLE_FIELDS
+    from memories.templatetags.memory_labels import changed_field_label
+
+    system = ("archived_at", "superseded_by", "supersedes", "merged", "seen_count")
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            labels = [changed_field_label(name) for name in (*EDITABLE_FIELDS, *system)]
+            assert not set(labels) & {*EDITABLE_FIELDS, *system}
+    assert changed_field_label("tags") == "Tags"  # the edit form's own label
 
 
 def test_the_api_500_answer_is_in_the_request_language():
