@@ -6,6 +6,7 @@ shows by name."""
 from django import template
 from django.utils.translation import gettext_lazy as _
 
+from memories.forms import MemoryFieldsForm
 from memories.models import EditVia, EntityType, MemoryType
 
 register = template.Library()
@@ -26,18 +27,11 @@ def memory_type_label(value: str) -> str:
     return str(dict(MemoryType.choices).get(value, value))
 
 
-# Every field a memory edit records (memories.actions: EDITABLE_FIELDS and the system's own changes).
+# Every field a memory edit records (memories.actions: EDITABLE_FIELDS and the system's own changes): the fields
+# a person sets by the edit form's labels, the system's by their own.
 _CHANGED_FIELDS = {
-    "content": _("Content"),
-    "importance": _("Importance"),
-    "memory_type": _("Type"),
-    "metadata": _("Metadata"),
-    "context": _("Context"),
-    "outcome": _("Outcome"),
-    "participants": _("Participants"),
-    "tags": _("Tags"),
-    "session": _("Session"),
-    "expires_at": _("Expires"),
+    **{name: field.label for name, field in MemoryFieldsForm.base_fields.items()},
+    "metadata": _("Metadata"),  # the form's label also names the input's format, JSON
     "archived_at": _("Archived"),
     "superseded_by": _("Replaced by"),
     "supersedes": _("Replaces"),
