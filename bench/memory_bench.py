@@ -305,10 +305,19 @@ class Client:
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        started = time.perf_counter()
-        self.timed.request(method, path, body=payload, headers=headers)
-        response = self.timed.getresponse()
-        answer = json.loads(response.read())
+        for attempt in range(2):
+            started = time.perf_counter()
+            try:
+                self.timed.request(method, path, body=payload, headers=headers)
+                response = self.timed.getresponse()
+                answer = json.loads(response.read())
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closes a connection idle for its keep-alive time (gunicorn: 2 s), as after a wait
+                # for a quiet machine; timed again on a new connection, as requests would reconnect.
+                self.timed.close()
+                if attempt:
+                    raise
         elapsed = time.perf_counter() - started
         if response.status != 200:
             raise RuntimeError(f"{method} {path}: HTTP {response.status}: {str(answer)[:500]}")
