@@ -131,7 +131,7 @@ else:
             # django-stubs types NAME as str; Django takes a Path (its own startproject template writes one).
             "NAME": DATA_DIR / "mnemo.sqlite3",  # type: ignore[typeddict-item]
             # Each server thread keeps its connection: opening one (the PRAGMAs, Django's SQL functions) cost
-            # ~1.2 ms, a fifth of a no-op API request. A file connection holds nothing between requests.
+            # ~1.2 ms of every request. A file connection holds nothing between requests.
             "CONN_MAX_AGE": None,
             "OPTIONS": {
                 # WAL lets page reads run while the background pool writes; IMMEDIATE avoids
