@@ -82,7 +82,9 @@ def test_search_says_when_the_store_lost_the_users_memories_and_matches_text_mea
     assert [hit.memory.content for hit in result.hits][:1] == [FACTS[1]]
 
 
-def test_a_search_counts_the_missing_points_again_after_a_write_through_the_store_not_each_time(memories, user):
+def test_a_search_counts_the_missing_points_again_after_a_write_through_the_store_not_each_time(
+    memories, user
+):
     """Counting the rows walks all of the user's: a figure the store's writes have not changed stands."""
     assert mirror.missing_points(user) == 0
     unseen = Memory(user=user, content="A row the store never saw.", memory_type="semantic")
