@@ -214,14 +214,12 @@ _CANDIDATE_COLUMNS = ("pk", "memory_type", "importance", "created_at", "supersed
 @dataclass(frozen=True)
 class _GraphReach:
     """What the graph says about a query before any memory is found: the entities it names and their
-    neighbours (entity id → hops), how many memories each is linked to, the links of the user's facts to them,
-    how many memories the user has, and a notice when the graph server could not answer (the SQL graph answered
-    instead: core.stores.read_graph)."""
+    neighbours (entity id → hops), how specific each is (_specificity), the links of the user's facts to them,
+    and a notice when the graph server could not answer (the SQL graph answered instead: core.stores.read_graph)."""
 
     distance: dict[str, int] = field(default_factory=dict)
-    linked: dict[str, int] = field(default_factory=dict)
+    specificity: dict[str, float] = field(default_factory=dict)
     fact_links: list[tuple[object, str]] = field(default_factory=list)  # (raw memory id, entity id)
-    memories: int = 0
     notice: str = ""
 
 
@@ -257,8 +255,9 @@ def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _Gr
         uuid_text(pk): frequency for pk, frequency in owned_rows(Entity, user, distance, ("id", "frequency"))
     }
     memories = memory_count(user)
-    fact_links = _fact_links(user, distance, linked, memories, config)
-    return _GraphReach(distance, linked, fact_links, memories, notice)
+    specificity = {entity: _specificity(linked.get(entity, 1), memories) for entity in distance}
+    fact_links = _fact_links(user, distance, linked, specificity, config)
+    return _GraphReach(distance, specificity, fact_links, notice)
 
 
 def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = RANKING) -> dict[str, float]:
@@ -279,7 +278,7 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
     # The found memories' links are read by memory and kept for the entities in reach here, in Python: with
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
     found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
-    specificity = {entity: _specificity(reach.linked.get(entity, 1), reach.memories) for entity in distance}
+    specificity = reach.specificity
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
     # Keyed by the memory's raw id until the end: each id is turned into text once, not once per link.
@@ -321,7 +320,11 @@ def _links_to(distance: dict[str, int], links: QuerySet[MemoryEntity]) -> list[t
 
 
 def _fact_links(
-    user: User, distance: dict[str, int], linked: dict[str, int], memories: int, config: RankingConfig
+    user: User,
+    distance: dict[str, int],
+    linked: dict[str, int],
+    specificity: dict[str, float],
+    config: RankingConfig,
 ) -> list[tuple[object, str]]:
     """The links of the user's facts to the entities in reach, read within a bound that does not grow with the
     store.
@@ -341,8 +344,7 @@ def _fact_links(
         return _links_to(distance, MemoryEntity.objects.filter(memory__in=facts))
 
     link_scores = {
-        entity: _hop_weight(hops, config) * _specificity(linked.get(entity, 1), memories)
-        for entity, hops in distance.items()
+        entity: _hop_weight(hops, config) * specificity[entity] for entity, hops in distance.items()
     }
     chosen, budget = [], FACT_LINKS_BUDGET
     for entity in sorted(distance, key=lambda entity: (-link_scores[entity], entity)):
