@@ -98,6 +98,13 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(autouse=True)
+def own_media_folder(settings, tmp_path):
+    """Each test stores uploads in a folder of its own: the xdist workers share the run's data folder, and a test
+    that compares the files before and after must not see another worker's."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture(autouse=True)
 def isolated_vector_store(settings, tmp_path):
     """Each test gets its own embedded vector store; the loaded embedding models are kept."""
     from core import stores
@@ -115,6 +122,15 @@ def forget_broker_connections(app) -> None:
     app.amqp._producer_pool = None
     app._backend_cache = None
     app._local.__dict__.pop("backend", None)
+
+
+@pytest.fixture
+def short_graph_waits(monkeypatch):
+    """Neo4j is given up on after half a second instead of three: for tests of a graph server that is down, which
+    wait out every timeout and retry and check what follows, not how long it took."""
+    from core.graphstore import neo4j
+
+    monkeypatch.setattr(neo4j, "WAIT_SECONDS", 0.5)
 
 
 @pytest.fixture(params=["closed", "hanging"])

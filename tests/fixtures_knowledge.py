@@ -6,6 +6,7 @@ use to write them (python-docx, openpyxl, python-pptx), the PDF from reportlab w
 STSong-Light (no font file needed), the EPUB is zipped by hand as the spec lays it out.
 """
 
+import functools
 import json
 import zipfile
 import zlib
@@ -189,6 +190,13 @@ def make_workbook(folder: Path, sheets: dict[str, list[list]], name: str = "book
 
 def make_pdf_bomb(folder: Path, unpacked_mb: int, name: str = "bomb.pdf") -> Path:
     """A valid one-page PDF whose content stream is a few hundred KB on disk and ``unpacked_mb`` once inflated."""
+    path = folder / name
+    path.write_bytes(_pdf_bomb(unpacked_mb))
+    return path
+
+
+@functools.cache  # compressing the hundreds of MB takes seconds: once per process
+def _pdf_bomb(unpacked_mb: int) -> bytes:
     stream = zlib.compress(b"0 0 m " * (unpacked_mb * 2**20 // 6), 9)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -205,9 +213,7 @@ def make_pdf_bomb(folder: Path, unpacked_mb: int, name: str = "bomb.pdf") -> Pat
     data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     data += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    path = folder / name
-    path.write_bytes(data)
-    return path
+    return bytes(data)
 
 
 HOSTILE_HTML = """<!DOCTYPE html>

@@ -48,7 +48,9 @@ class QdrantStandIn:
         self.lock = threading.Lock()  # the local engine is not thread-safe
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, args=(0.02,), daemon=True
+        )  # quick shutdown
         self.routes = [
             ("GET", r"/", self.info),
             ("GET", r"/collections", lambda body: self.client.get_collections()),

@@ -194,7 +194,7 @@ def test_a_thread_waiting_on_the_vector_or_graph_server_lends_its_slot(slots, ba
         else:
             from core.graphstore.neo4j import Neo4jGraphStore
 
-            graph = Neo4jGraphStore(f"bolt://127.0.0.1:{port}")
+            graph = Neo4jGraphStore(f"bolt://127.0.0.1:{port}", timeout=1.0)
             call, failure = (lambda: graph.neighbors("user", ["entity"])), GraphStoreError
 
         def ask_the_server() -> None:

@@ -386,7 +386,7 @@ def provider(monkeypatch) -> Iterator[Callable[[str], tuple[str, FakeServer]]]:
     def start(mode: str = "ok") -> tuple[str, FakeServer]:
         server = FakeServer(("127.0.0.1", 0), EmbeddingsHandler)
         server.mode, server.requests = mode, []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/v1", server
 

@@ -253,7 +253,7 @@ def test_the_neo4j_mirror_follows_creates_merges_and_deletes(settings, user, neo
         stores.reset(embeddings=False)
 
 
-def test_entities_and_relations_show_their_graph_mirror_state(settings, user):
+def test_entities_and_relations_show_their_graph_mirror_state(settings, user, short_graph_waits):
     from core import stores
 
     memory_create(user=user, content="李四擅长React", memory_type="semantic")

@@ -112,7 +112,7 @@ class TestNeo4jStore:
 
 @pytest.mark.django_db
 def test_with_neo4j_down_search_and_neighbours_answer_from_the_database_with_a_notice(
-    api, settings, user, dead_port, caplog
+    api, settings, user, dead_port, caplog, short_graph_waits
 ):
     from core import stores
 

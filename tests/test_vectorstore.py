@@ -526,7 +526,7 @@ class _FakeQdrant(BaseHTTPRequestHandler):
 def fake_server() -> Iterator[tuple[str, type[_FakeQdrant]]]:
     handler = type("Handler", (_FakeQdrant,), {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", handler
     server.shutdown()

@@ -26,20 +26,31 @@ SCHEMA = [
 ]
 
 
+# Seconds, not the driver's minutes: core.stores.read_graph falls back to SQL when a wait runs out.
+WAIT_SECONDS = 3.0
+
+
 class Neo4jGraphStore(GraphStore):
     backend = "neo4j"
 
-    def __init__(self, uri: str, username: str = "neo4j", password: str = "", database: str = "neo4j"):
+    def __init__(
+        self,
+        uri: str,
+        username: str = "neo4j",
+        password: str = "",
+        database: str = "neo4j",
+        timeout: float | None = None,
+    ):
         auth = (username, password) if password else None
+        wait = WAIT_SECONDS if timeout is None else timeout
         self.uri = uri
         self.database = database
         self.driver = GraphDatabase.driver(
-            # Seconds, not the driver's minutes: core.stores.read_graph falls back to SQL when this runs out.
             uri,
             auth=auth,
-            connection_timeout=3.0,
-            connection_acquisition_timeout=3.0,  # includes the Bolt handshake a hanging server never answers
-            max_transaction_retry_time=3.0,
+            connection_timeout=wait,
+            connection_acquisition_timeout=wait,  # includes the Bolt handshake a hanging server never answers
+            max_transaction_retry_time=wait,
         )
         self._schema_ready = False
 
