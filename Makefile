@@ -92,11 +92,12 @@ test: apt-test-packages $(VENV)/.installed-test
 	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest --cov --cov-report=json:.coverage.json --cov-report=
 	$(PY) scripts/coverage_floors.py .coverage.json
 
-# The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser or service to
-# start, so no apt packages either; one pytest-xdist worker per core. `make test` runs every lane, in one process
-# (the coverage floors are measured there).
+# The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser, service or
+# other program to start, so no apt packages either; one pytest-xdist worker per core, an idle one taking tests
+# queued for the other (worksteal: a few tests take seconds, most milliseconds). `make test` runs every lane, in
+# one process (the coverage floors are measured there).
 test-fast: $(VENV)/.installed-test
-	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit -n auto
+	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit -n auto --dist worksteal
 
 # The zh-hans catalogue after a marked string changed: new msgids come in untranslated (tests/test_i18n.py fails
 # until each has its msgstr), then both domains are compiled. No source locations in the .po: moving code must not

@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import shutil
@@ -51,13 +52,43 @@ def names_used(function) -> set[str]:
     return names
 
 
-def serves_mnemo(item: pytest.Item) -> bool:
-    """The test, or a fixture it uses, starts gunicorn as `make run` does (tests/served.py)."""
+@functools.cache  # a fixture is shared by hundreds of tests
+def reached_names(function) -> frozenset[str]:
+    """names_used() of a function and of the functions of its own module that it calls, however deep."""
+    names: set[str] = set()
+    seen: set[types.FunctionType] = set()
+    todo = [function]
+    while todo:
+        function = todo.pop()
+        used = names_used(function)
+        names |= used
+        module_globals = getattr(function, "__globals__", {})
+        for name in used:
+            helper = module_globals.get(name)
+            if isinstance(helper, types.FunctionType) and helper.__module__ == function.__module__:
+                if helper not in seen:
+                    seen.add(helper)
+                    todo.append(helper)
+    return frozenset(names)
+
+
+def names_reached(item: pytest.Item) -> set[str]:
+    """What the test and the fixtures it uses refer to, through their module's helpers."""
     functions = [getattr(item, "function", None)]
     fixture_info = getattr(item, "_fixtureinfo", None)
     if fixture_info is not None:
         functions += [d.func for defs in fixture_info.name2fixturedefs.values() for d in defs]
-    return any("ServedInstance" in names_used(function) for function in functions)
+    return set().union(*(reached_names(function) for function in functions if function is not None))
+
+
+def serves_mnemo(item: pytest.Item) -> bool:
+    """The test, or a fixture it uses, starts gunicorn as `make run` does (tests/served.py)."""
+    return "ServedInstance" in names_reached(item)
+
+
+def starts_a_process(item: pytest.Item) -> bool:
+    """The test, or a fixture it uses, runs another program: a manage.py command, a Python, make, msgfmt."""
+    return bool(names_reached(item) & {"subprocess", "Popen"})
 
 
 def lane(item: pytest.Item) -> str:
@@ -72,6 +103,8 @@ def lane(item: pytest.Item) -> str:
         return "production"
     if serves_mnemo(item):
         return "served"
+    if starts_a_process(item):
+        return "process"
     return "unit"
 
 

@@ -1,6 +1,7 @@
 """The test set-up itself: every test has one lane, and no test reaches beyond this machine."""
 
 import socket
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +10,7 @@ from pytest_socket import SocketConnectBlockedError
 from tests.conftest import TESTS, lane
 from tests.served import ServedInstance
 
-LANES = {"unit", "served", "browser", "production", "schemathesis"}
+LANES = {"unit", "process", "served", "browser", "production", "schemathesis"}
 
 
 def test_a_test_gets_exactly_one_lane_from_what_it_uses(request):
@@ -37,6 +38,14 @@ def starts_one_in_a_helper(tmp_path):
     return lambda: ServedInstance(tmp_path)
 
 
+def runs_a_command(tmp_path):
+    return subprocess.run(["true"], cwd=tmp_path)
+
+
+def calls_a_helper_that_runs_a_command(tmp_path):
+    return runs_a_command(tmp_path)
+
+
 def test_the_lane_follows_what_the_test_or_its_fixtures_start():
     def plain(client):
         return client
@@ -45,6 +54,13 @@ def test_the_lane_follows_what_the_test_or_its_fixtures_start():
     assert lane(collected("test_x.py", function=starts_a_server)) == "served"
     assert (
         lane(collected("test_x.py", function=plain, fixtures=[("served", starts_one_in_a_helper)]))
+        == "served"
+    )
+    assert lane(collected("test_x.py", function=runs_a_command)) == "process"
+    assert lane(collected("test_x.py", function=calls_a_helper_that_runs_a_command)) == "process"
+    assert lane(collected("test_x.py", function=plain, fixtures=[("data", runs_a_command)])) == "process"
+    assert (
+        lane(collected("test_x.py", function=runs_a_command, fixtures=[("served", starts_a_server)]))
         == "served"
     )
     assert lane(collected("test_x.py", function=plain, fixtures=[("redis_url", plain)])) == "production"
