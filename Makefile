@@ -88,14 +88,18 @@ test: apt-test-packages $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports --no-logo
 	@# Not the data folder `make run` serves from (MNEMO_DATA_DIR, var/ by default): the tests make their own.
 	env -u MNEMO_DATA_DIR DJANGO_SETTINGS_MODULE=config.test_settings $(PY) manage.py makemigrations --check --dry-run -v 0
+	@# The Neo4j harness's jar, built once here: each pytest-xdist worker that needs Neo4j starts its own.
+	MNEMO_RUN_DIR=$(CURDIR)/tests/neo4j_harness/target scripts/neo4j-harness.sh build
 	@# Line coverage of the apps ([tool.coverage] in pyproject.toml), held to per-module floors that only go up.
-	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest --cov --cov-report=json:.coverage.json --cov-report=
+	@# One worker per core, each taking whole test files (a file's servers and its tests' order stay together).
+	env -u MNEMO_DATA_DIR MNEMO_NEO4J_HARNESS=1 $(PY) -m pytest -n auto --dist loadfile \
+		--cov --cov-report=json:.coverage.json --cov-report=
 	$(PY) scripts/coverage_floors.py .coverage.json
 
 # The unit lane only (CONTRIBUTING.md): in-process tests on the embedded stores, no server, browser, service or
 # other program to start, so no apt packages either; one pytest-xdist worker per core, an idle one taking tests
-# queued for the other (worksteal: a few tests take seconds, most milliseconds). `make test` runs every lane, in
-# one process (the coverage floors are measured there).
+# queued for the other (worksteal: a few tests take seconds, most milliseconds). `make test` runs every lane (the
+# coverage floors are measured there).
 test-fast: $(VENV)/.installed-test
 	env -u MNEMO_DATA_DIR $(PY) -m pytest -m unit -n auto --dist worksteal
 

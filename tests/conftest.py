@@ -267,7 +267,10 @@ def neo4j_uri(tmp_path_factory):
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "MNEMO_RUN_DIR": str(tmp_path_factory.mktemp("neo4j-run"))}
     script = str(root / "scripts" / "neo4j-harness.sh")
-    started = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=600)
+    # A free port, not the script's default: two test runs (or xdist workers) on one machine each get their own.
+    started = subprocess.run(
+        [script, "start", str(free_port())], env=env, capture_output=True, text=True, timeout=600
+    )
     if started.returncode != 0:
         pytest.fail(f"the neo4j-harness did not start:\n{started.stderr[-3000:]}")
     uri = started.stdout.strip().splitlines()[-1].removeprefix("NEO4J_URI=")
