@@ -81,16 +81,6 @@ def names_reached(item: pytest.Item) -> set[str]:
     return set().union(*(reached_names(function) for function in functions if function is not None))
 
 
-def serves_mnemo(item: pytest.Item) -> bool:
-    """The test, or a fixture it uses, starts gunicorn as `make run` does (tests/served.py)."""
-    return "ServedInstance" in names_reached(item)
-
-
-def starts_a_process(item: pytest.Item) -> bool:
-    """The test, or a fixture it uses, runs another program: a manage.py command, a Python, make, msgfmt."""
-    return bool(names_reached(item) & {"subprocess", "Popen"})
-
-
 def lane(item: pytest.Item) -> str:
     """The one lane a test runs in, from what it uses, so that a new test needs no marker to find its lane."""
     path = Path(item.path)
@@ -101,9 +91,10 @@ def lane(item: pytest.Item) -> str:
     fixtures = set(getattr(item, "fixturenames", ()))
     if fixtures & PRODUCTION_FIXTURES or any(item.get_closest_marker(mark) for mark in PRODUCTION_MARKS):
         return "production"
-    if serves_mnemo(item):
+    reached = names_reached(item)
+    if "ServedInstance" in reached:  # gunicorn as `make run` serves it (tests/served.py)
         return "served"
-    if starts_a_process(item):
+    if reached & {"subprocess", "Popen"}:  # another program: a manage.py command, a Python, make, msgfmt
         return "process"
     return "unit"
 

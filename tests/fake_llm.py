@@ -14,6 +14,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.served import serve_in_background
+
 NAME_AND_JOB = re.compile(r"my name is (\w+).*?(?:i work as|i am) ((?:an? )?[\w ]+?)[.!]?$", re.IGNORECASE)
 
 
@@ -34,11 +36,9 @@ class FakeLLM:
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        # shutdown() waits for the serving loop to look at its flag: every 0.5 s by default, in every teardown.
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self):
-        self.thread.start()
+        serve_in_background(self.server)
         return self
 
     def __exit__(self, *exc):

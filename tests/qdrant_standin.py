@@ -17,6 +17,8 @@ from pydantic import BaseModel, TypeAdapter
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as m
 
+from tests.served import serve_in_background
+
 _ADAPTERS = {
     name: TypeAdapter(getattr(m, name))
     for name in (
@@ -48,9 +50,6 @@ class QdrantStandIn:
         self.lock = threading.Lock()  # the local engine is not thread-safe
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, args=(0.02,), daemon=True
-        )  # quick shutdown
         self.routes = [
             ("GET", r"/", self.info),
             ("GET", r"/collections", lambda body: self.client.get_collections()),
@@ -68,7 +67,7 @@ class QdrantStandIn:
         ]
 
     def __enter__(self) -> "QdrantStandIn":
-        self.thread.start()
+        serve_in_background(self.server)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -3,8 +3,10 @@
 import os
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +20,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# shutdown() waits for the serving loop to look at its flag: every 0.5 s by default, in every teardown.
+SHUTDOWN_POLL_SECONDS = 0.02
+
+
+def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
+    """A scripted server (the fake LLM, the Qdrant stand-in, ...) serving in a daemon thread that its
+    shutdown() stops within SHUTDOWN_POLL_SECONDS."""
+    thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), daemon=True)
+    thread.start()
+    return thread
 
 
 class ServedInstance:

@@ -17,6 +17,7 @@ from core.embedders.remote import OpenAIEmbedder
 from core.embeddings import EmbeddingSet, build_embedding_set, build_embedding_set_from_env, check_model_type
 from core.model_files import LOCAL_MODELS, UnverifiedWeights, verified_paths
 from core.text import CJK, LATIN, cjk_ratio, count_tokens, script_of
+from tests.served import serve_in_background
 
 pytestmark = []  # no database, no Django settings: this module is Django-free
 
@@ -386,7 +387,7 @@ def provider(monkeypatch) -> Iterator[Callable[[str], tuple[str, FakeServer]]]:
     def start(mode: str = "ok") -> tuple[str, FakeServer]:
         server = FakeServer(("127.0.0.1", 0), EmbeddingsHandler)
         server.mode, server.requests = mode, []
-        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+        serve_in_background(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/v1", server
 

@@ -33,6 +33,7 @@ from core.vectorstore import (
 )
 from core.vectorstore.edge import EdgeVectorStore
 from core.vectorstore.qdrant import QdrantServerStore
+from tests.served import serve_in_background
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -526,8 +527,7 @@ class _FakeQdrant(BaseHTTPRequestHandler):
 def fake_server() -> Iterator[tuple[str, type[_FakeQdrant]]]:
     handler = type("Handler", (_FakeQdrant,), {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
+    serve_in_background(server)
     yield f"http://127.0.0.1:{server.server_address[1]}", handler
     server.shutdown()
     server.server_close()
