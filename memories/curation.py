@@ -12,8 +12,10 @@ In order, for one new memory:
    about the same subject and attribute supersedes it: the older one is kept with valid_to and superseded_by.
    An attribute named more or less closely is the same ("favourite language", "favourite programming
    language"); a value in the other language is another only when shown to be (memories.anchors.same_value:
-   "马德里" is not "Vienna", "维也纳" is, "阿克米" may be "Acme" and replaces nothing). An imported fact older
-   than the current one is itself stored as superseded.
+   "马德里" is not "Vienna", "维也纳" is, "阿克米" may be "Acme" and replaces nothing). So does a fact that
+   restates one of its nearest current facts word for word but for one value and says it changed ("I study
+   English now" after "I study Korean"; memories.facts.changed_value), for facts no slot names. An imported fact
+   older than the current one is itself stored as superseded.
 3. A fact that says no more than a current fact says is merged into it: dense similarity at least the threshold
    for the pair (THRESHOLDS: within a language; across languages, lower when the two share their names and
    numbers and lowest when their single-valued facts agree value for value), its names and numbers all in the
@@ -45,7 +47,7 @@ from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_wor
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.curation_model import ask_model
-from memories.facts import Slot, same_attribute, slots
+from memories.facts import CHANGE_MARKERS, Slot, changed_value, same_attribute, slots
 from memories.models import Fact, Memory
 from memories.types import names_where
 
@@ -167,7 +169,12 @@ class Curator:
                 return self._ask_model(memory)
             except (LLMError, ValueError, ValidationError) as exc:
                 failure = str(exc)[:200]
-        decision = self._contradictions(memory, edited) or self._near_duplicate(memory) or Decision(ADD)
+        decision = (
+            self._contradictions(memory, edited)
+            or self._marked_change(memory, edited)
+            or self._near_duplicate(memory)
+            or Decision(ADD)
+        )
         if failure and decision.action != ADD:
             offline = gettext_noop("offline rules (the model's decision failed: %(error)s): %(reason)s")
             return replace(decision, reason=Text(offline, error=failure, reason=decision.reason))
@@ -278,6 +285,36 @@ class Curator:
             for rival in rivals:
                 older.setdefault(rival.pk, rival)
                 reasons.append(_describe(slot, was=_clip(rival.content)))
+        return self._superseding(memory, older, reasons, edited)
+
+    def _marked_change(self, memory: Memory, edited: bool = False) -> Decision | None:
+        """Current facts that the memory restates with one value replaced and a word saying it changed
+        (memories.facts.changed_value: "I study English now" after "I study Korean"), among its nearest ones:
+        the facts no single-valued slot names."""
+        text = memory.content.casefold()
+        # A cheap cut before the embedding and the parse: a substring ("know" holds "now"), the words come later.
+        if not memory.policy.states_facts or not any(marker in text for marker in CHANGE_MARKERS):
+            return None
+        older: dict[object, Memory] = {}
+        reasons = []
+        for existing, _ in sorted(self._similar(memory), key=lambda pair: pair[1], reverse=True):
+            change = changed_value(existing.content, memory.content)
+            if change is not None and existing.pk != memory.pk:
+                older.setdefault(existing.pk, existing)
+                reasons.append(
+                    Text(
+                        gettext_noop("%(value)s in place of %(old)s (was: %(fact)s)"),
+                        value=change[1],
+                        old=change[0],
+                        fact=_clip(existing.content),
+                    )
+                )
+        return self._superseding(memory, older, reasons, edited)
+
+    def _superseding(
+        self, memory: Memory, older: dict[object, Memory], reasons: list, edited: bool
+    ) -> Decision | None:
+        """The decision for a memory that states newer values than the `older` facts (None when there are none)."""
         if not older:
             return None
         reason = Text(

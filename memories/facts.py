@@ -445,3 +445,85 @@ def slots(text: str) -> list[Slot]:
             slot = Slot(subject, attribute, value)
             found[slot.key] = slot
     return list(found.values())
+
+
+# --- values restated as changed ----------------------------------------------------------------------------
+
+# The words that say a statement replaces an earlier one ("I study English now", "现在我学英语"): adverbs of the
+# present set against the past, English and Chinese. A closed class of each language, not a list of values.
+CHANGE_MARKERS = frozenset({"now", "nowadays", "currently", "现在", "目前", "如今"})
+# The most of a statement a changed value may take, in words: "the Lisbon office" → "the Berlin office" is one
+# value; a longer span is another statement, not another value of the same one.
+_MAX_VALUE_WORDS = 3
+# Negations are no value: "I do not study Korean now" denies a fact, which the slots above read as likes/speaks.
+_NEGATIONS = frozenset({"not", "n't", "never", "no", "不", "没", "没有", "别"})
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str  # case-folded
+    verb: bool
+
+
+def _words(text: str) -> list[_Word]:
+    """The words of `text` for comparing two statements' frames: case-folded, punctuation left out, each with
+    whether it is a verb (spaCy's tags in English, jieba's in Chinese)."""
+    text = normalise(text)
+    if _CJK_TEXT.search(text):
+        return [
+            _Word(word.casefold(), flag.startswith("v"))
+            for word, flag in chinese_words(text)
+            if word.strip() and flag != "x"
+        ]
+    [doc] = parse_english([text])
+    return [
+        _Word(token.lower_, token.pos_ in ("VERB", "AUX"))
+        for token in doc
+        if not token.is_punct and not token.is_space
+    ]
+
+
+def changed_value(existing: str, new: str) -> tuple[str, str] | None:
+    """(old value, new value) when `new` restates `existing` with one value replaced and says it is a change:
+    "I study Korean." then "I study English now." gives ("korean", "english"); "我学韩语。" then "现在我学英语。"
+    gives ("韩语", "英语"). None otherwise.
+
+    The general form of the single-valued slots above, for facts no pattern names: the two statements share their
+    frame word for word (at least two words and half of each) except for one span of at most _MAX_VALUE_WORDS
+    words, which comes after the sentence's first verb or, in Chinese, ends it (so it is what the statement says of
+    its subject, not who it is about: "Ana lives in Rome" is no older value of "Tom lives in Rome now"); and `new` says it is a change
+    (CHANGE_MARKERS), which `existing` does not. Without the marker two such statements may both hold ("I study
+    Korean", "I study English"). Both must be in one language: across languages the words cannot be compared."""
+    if bool(_CJK_TEXT.search(existing)) != bool(_CJK_TEXT.search(new)) or new.rstrip().endswith(("?", "？")):
+        return None
+    old_words, new_words = _words(existing), _words(new)
+    if not any(w.text in CHANGE_MARKERS for w in new_words) or any(
+        w.text in CHANGE_MARKERS for w in old_words
+    ):
+        return None
+    new_words = [w for w in new_words if w.text not in CHANGE_MARKERS]
+    from difflib import SequenceMatcher
+
+    matcher = SequenceMatcher(None, [w.text for w in old_words], [w.text for w in new_words], autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(changes) != 1 or changes[0][0] != "replace":
+        return None
+    _, old_start, old_end, new_start, new_end = changes[0]
+    shared = len(old_words) - (old_end - old_start)
+    if (
+        max(old_end - old_start, new_end - new_start) > _MAX_VALUE_WORDS
+        or shared < 2
+        or 2 * shared < max(len(old_words), len(new_words))
+    ):
+        return None
+    first_verb = next((i for i, w in enumerate(new_words) if w.verb), len(new_words))
+    # jieba tags some verbs as nouns (学 "study"); a Chinese statement (subject, verb, object) that ends on the
+    # changed span has it in the object's place all the same.
+    in_object_place = bool(_CJK_TEXT.search(new)) and new_end == len(new_words) and new_start > 0
+    if new_start <= first_verb and not in_object_place:
+        return None
+    old_value, new_value = old_words[old_start:old_end], new_words[new_start:new_end]
+    if any(w.text in _NEGATIONS or w.verb for w in (*old_value, *new_value)):
+        return None
+    joiner = "" if _CJK_TEXT.search(new) else " "
+    return joiner.join(w.text for w in old_value), joiner.join(w.text for w in new_value)

@@ -473,3 +473,52 @@ def test_finding_duplicates_in_a_store_sees_text_typed_differently(user):
     first, again, zh, en = (w.memory for w in memory_bulk_create(user=user, items=items, curate=False))
     drafts = cleaning.propose(user)
     assert [(d.action, d.memory, d.target) for d in drafts] == [("merge", again, first), ("merge", en, zh)]
+
+
+@pytest.mark.parametrize(
+    "existing, new, change",
+    [
+        (
+            "The team's standup is on Tuesdays.",
+            "The team's standup is on Thursdays now.",
+            ("tuesdays", "thursdays"),
+        ),
+        ("Our flat has 2 bedrooms", "Our flat has 3 bedrooms now", ("2", "3")),
+        ("我每天喝乌龙茶。", "我现在每天喝普洱茶。", ("乌龙茶", "普洱茶")),
+        # Not a change: no word says so, the subject changed, a negation, or two statements in two languages.
+        ("The team's standup is on Tuesdays.", "The team's standup is on Thursdays.", None),
+        ("Priya plays the cello.", "Marek plays the cello now.", None),
+        ("我的表哥住在成都。", "我的表姐现在住在成都。", None),
+        ("I eat meat.", "I do not eat meat now.", None),
+        ("I collect Greek stamps.", "现在我收集日本邮票。", None),
+        (
+            "The standup is on Tuesdays and the retro on Fridays.",
+            "The demo is on Mondays now and on Fridays.",
+            None,
+        ),
+    ],
+)
+def test_a_value_restated_with_a_change_marker_is_read_as_the_change(existing, new, change):
+    from memories.facts import changed_value
+
+    assert changed_value(existing, new) == change
+
+
+def test_a_restated_fact_with_a_new_value_and_now_supersedes_the_old_one(user):
+    """Facts no single-valued slot names: the same statement with one value replaced and "now" / "现在"."""
+    tuesdays = memory_write(user=user, content="The team's standup is on Tuesdays.", memory_type="semantic")
+    moved = memory_write(user=user, content="The team's standup is on Thursdays now.", memory_type="semantic")
+    assert moved.action == "supersede" and moved.superseded == (tuesdays.memory,)
+    assert "thursdays in place of tuesdays" in str(moved.reason)
+    oolong = memory_write(user=user, content="我每天喝乌龙茶。", memory_type="semantic").memory
+    puer = memory_write(user=user, content="我现在每天喝普洱茶。", memory_type="semantic")
+    assert puer.action == "supersede" and puer.superseded == (oolong,)
+    # Without a word saying it changed, both can hold; someone else's value is no older value of this one.
+    memory_write(user=user, content="I collect Greek stamps.", memory_type="semantic")
+    assert memory_write(user=user, content="I collect Danish stamps.", memory_type="semantic").action == "add"
+    memory_write(user=user, content="Priya plays the cello.", memory_type="semantic")
+    assert (
+        memory_write(user=user, content="Marek plays the cello now.", memory_type="semantic").action == "add"
+    )
+    current = set(Memory.objects.current().filter(user=user).values_list("content", flat=True))
+    assert "The team's standup is on Tuesdays." not in current and "Priya plays the cello." in current
