@@ -24,7 +24,7 @@ from evalsets import EvalSet, Question, Unit
 
 LIMIT = 10
 # Part of every capture's key: raise it when what a capture holds changes (the index code is in the key already).
-CAPTURE_VERSION = 3
+CAPTURE_VERSION = 4
 
 
 @dataclass
@@ -37,6 +37,10 @@ class Captured:
     # Per dense model, its cosine with every text of the unit (in CapturedUnit.ids order): the plain sum of any
     # set of models comes from these.
     cosines: dict = field(default_factory=dict)
+    # The unit's texts the search may return for this question (memories: current and not expired, as the
+    # product's own filter has it); None: all of them (knowledge). The plain sum ranks these only, as each signal
+    # alone does: a working memory past its TTL is gone for every system, not an answer only the baseline finds.
+    visible: frozenset | None = None
 
 
 @dataclass
@@ -51,13 +55,15 @@ class CapturedUnit:
     reads: dict = field(default_factory=dict)  # per dense model, the scripts it reads
 
     def plain(self, item: Captured, models) -> list[str]:
-        """The unit's point ids by the plain sum of `models` for this question (core.hybrid.plain_sum), top 10."""
+        """The unit's point ids by the plain sum of `models` for this question (core.hybrid.plain_sum) over the
+        texts the search may return (Captured.visible), top 10."""
         from core import hybrid
         from core.text import script_of
 
-        cosines = {name: values for name, values in item.cosines.items() if name in models}
+        rows = [i for i, point_id in enumerate(self.ids) if item.visible is None or point_id in item.visible]
+        cosines = {name: values[rows] for name, values in item.cosines.items() if name in models}
         total = hybrid.plain_sum(cosines, script_of(item.signals.query), self.reads)
-        return [self.ids[i] for i in np.argsort(-total, kind="stable")[:LIMIT]]
+        return [self.ids[rows[i]] for i in np.argsort(-total, kind="stable")[:LIMIT]]
 
 
 def index_code() -> str:
@@ -240,6 +246,11 @@ def _capture_questions(es: EvalSet, user, labels: dict, unit: Unit) -> list[Capt
         for name in embedding_set.spaces
         if (found := _all_vectors(store, collection, ids, name))
     }
+    visible = None
+    if es.kind != "knowledge":
+        scope = retrieval._Scope(None, 0.0, None, None, False)
+        shown = retrieval._filtered(user, scope, timezone.now()).values_list("pk", flat=True)
+        visible = frozenset(str(pk) for pk in shown)
     out = []
     for q in unit.questions:
         now = timezone.now()
@@ -252,7 +263,11 @@ def _capture_questions(es: EvalSet, user, labels: dict, unit: Unit) -> list[Capt
             name: matrix @ embedding_set.spaces[name].embed_query(text) for name, matrix in vectors.items()
         }
         item = Captured(
-            q, signals, now=now, cosines={name: values.astype(np.float32) for name, values in cosines.items()}
+            q,
+            signals,
+            now=now,
+            cosines={name: values.astype(np.float32) for name, values in cosines.items()},
+            visible=visible,
         )
         if es.kind != "knowledge":
             # The pool the product's own search sees: the spaces its query's language calls on.
@@ -262,7 +277,6 @@ def _capture_questions(es: EvalSet, user, labels: dict, unit: Unit) -> list[Capt
             }
             reach = retrieval._graph_reach(user, text)
             item.graph = retrieval._graph_scores(reach, pool, RANKING)
-            scope = retrieval._Scope(None, 0.0, None, None, False)
             item.candidates = retrieval._candidates(user, set(signals.payloads) | set(item.graph), scope, now)
         out.append(item)
     return out

@@ -20,7 +20,8 @@ first answer in the top 10 (0 if none); no-answer empty, the share of no-answer 
 returned. A memory answers when the question names it (LoCoMo: an evidence turn; MADial: any relevant memory); a
 chunk when it belongs to the named document and contains the answer's phrase. Baselines: each signal alone (its
 own top 10) and the plain sum (core.hybrid.plain_sum: per query, the dense models that read the query's script,
-each one's cosines z-normalised over all the set's texts, summed). The rule: on every set, left out, Mnemo's hit@1
+each one's cosines z-normalised over the set's texts that the search may return, summed: for memories the current,
+unexpired ones, as each signal alone sees them). The rule: on every set, left out, Mnemo's hit@1
 and MRR are at least the larger of its best single signal's and the plain sum's, minus 0.01.
 """
 

@@ -137,6 +137,18 @@ def compare_model_sets(sets, captured, choices, costs) -> tuple[str, str]:
     return table, max(ranked)[1]
 
 
+def expired_answers(units) -> int:
+    """Answerable questions none of whose answers the search may return (Captured.visible)."""
+    count = 0
+    for unit in units:
+        for item in unit.questions:
+            if item.visible is None or not item.question.answerable:
+                continue
+            answers = [pid for pid, label in unit.labels.items() if label in item.question.answers]
+            count += not any(pid in item.visible for pid in answers)
+    return count
+
+
 def report(sets, dev, captured, choices, embedding_set, skipped, started_at, t_start, log) -> dict:
     from core.ranking import CHOSEN_BY, RANKING
 
@@ -199,6 +211,8 @@ def report(sets, dev, captured, choices, embedding_set, skipped, started_at, t_s
          for r in choice["curves"]["(all)"]],
     )  # fmt: skip
     ablation = model_ablation(dev, captured, final, models, log)
+    gone = {es.name: expired_answers(captured[es.name]) for es in sets}
+    gone_text = ", ".join(f"{name} {count}" for name, count in gone.items() if count) or "none"
     minutes = (time.perf_counter() - t_start) / 60
     head = f"""# Retrieval on data nobody on the team wrote: Mnemo's search, left out, beside each signal and the plain sum
 
@@ -217,6 +231,9 @@ embeddings cost at most {EMBEDDING_BUDGET_MS:g} ms of CPU per search (bench/resu
 Hit@1 and MRR of {rc.MNEMO} are those of the configuration chosen with the set left out (a test set: chosen on
 every development set); the interval is a bootstrap over the set's questions ({rc.BOOTSTRAP} resamples). The
 best single signal is the best of each signal alone on the set (possibly different ones for hit@1 and MRR).
+Every system ranks the texts the search may return: for memories the current, unexpired ones. Answerable
+questions whose every answer is a memory no search returns any more (a working memory past its TTL), counted as
+misses for {rc.MNEMO}, each signal and the plain sum alike: {gone_text}.
 
 ## The configuration
 

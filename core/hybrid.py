@@ -332,7 +332,7 @@ def plain_sum(
     similarities: Mapping[str, Sequence[float]], query_script: str, reads: Mapping[str, frozenset[str]]
 ) -> np.ndarray:
     """The baseline a fused search must not lose to: for one query, the sum over the dense models that read the
-    query's script of their cosines with every text, z-normalised over all the texts (population mean and
+    query's script of their cosines with every text given, z-normalised over those texts (population mean and
     standard deviation). `similarities[model][i]` is the model's cosine with text i; returns one score per text.
     """
     total = np.zeros(len(next(iter(similarities.values()))), dtype=np.float64)

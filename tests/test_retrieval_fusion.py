@@ -394,6 +394,34 @@ def test_the_plain_sum_is_the_sum_of_each_reading_models_population_z_scores():
     )
 
 
+def test_the_benchs_plain_sum_ranks_only_the_texts_the_search_may_return(monkeypatch):
+    """An expired working memory is gone for every system: the baseline must not find it where the search cannot."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    from core import hybrid
+    from core.text import LATIN
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "bench"))
+    retrieval_capture = importlib.import_module("retrieval_capture")
+    signals = hybrid.Signals("where is the spare key?", {}, {}, {}, 0)
+    cosines = {
+        "m1": np.array([0.9, 0.5, 0.1], dtype=np.float32),
+        "m2": np.array([0.8, 0.6, 0.2], dtype=np.float32),
+    }
+    unit = retrieval_capture.CapturedUnit(
+        "u", "memory", {}, [], ids=["expired", "kept", "other"], reads={"m1": {LATIN}, "m2": {LATIN}}
+    )
+    everything = retrieval_capture.Captured(None, signals, cosines=cosines)
+    assert unit.plain(everything, ["m1", "m2"]) == ["expired", "kept", "other"]
+    current = retrieval_capture.Captured(None, signals, cosines=cosines, visible=frozenset({"kept", "other"}))
+    assert unit.plain(current, ["m1", "m2"]) == ["kept", "other"]
+    sys.modules.pop("retrieval_capture", None)
+
+
 def test_the_score_explanations_are_written_from_the_configuration():
     from dataclasses import replace
 
