@@ -522,3 +522,16 @@ def test_a_restated_fact_with_a_new_value_and_now_supersedes_the_old_one(user):
     )
     current = set(Memory.objects.current().filter(user=user).values_list("content", flat=True))
     assert "The team's standup is on Tuesdays." not in current and "Priya plays the cello." in current
+
+
+def test_an_api_edit_that_restates_a_fact_with_a_new_value_and_now_supersedes_it(api, user):
+    choir = add(api, "Rehearsals for the choir are in the church hall.").json()
+    chess = add(api, "I play chess online most evenings.").json()
+    response = api(
+        "patch", f"/memories/{chess['id']}", {"content": "Rehearsals for the choir are in the library now."}
+    )
+    assert response.status_code == 200
+    old = Memory.objects.get(pk=choir["id"])
+    assert str(old.superseded_by_id) == chess["id"] and old.valid_to is not None
+    record = MemoryEdit.objects.get(memory=old, changes__has_key="superseded_by")
+    assert "library in place of church hall" in record.reason
