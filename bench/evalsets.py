@@ -43,7 +43,7 @@ NO_ANSWER_DONORS = {
     "knowledge_cmrc2018": "madial_zh",
     "knowledge_drcd": "madial_zh",
     "knowledge_xquad": "prefeval_explicit",
-    "locomo": "knowledge_xquad",
+    "locomo": "knowledge_xquad",  # every LoCoMo set (by kind)
 }
 BORROWED = 30
 
@@ -122,8 +122,18 @@ def _subsample(documents: list, questions: list[Question]) -> tuple[list, list[Q
     return documents, questions
 
 
+def locomo_sets(selection: list[int]) -> list[EvalSet]:
+    """LoCoMo's conversations as two sets, the first half and the rest ("locomo_1-5", "locomo_6-10"): each is
+    left out with the other among the sets that choose its numbers, as MADial's three sets are. One set would be
+    chosen for by data with nothing like LoCoMo's long conversations in it."""
+    half = (len(selection) + 1) // 2
+    parts = [part for part in (selection[:half], selection[half:]) if part]
+    return [locomo_set(part) for part in parts]
+
+
 def locomo_set(selection: list[int]) -> EvalSet:
-    es = EvalSet("locomo", "dev", "en", "locomo", [], "external")
+    name = f"locomo_{selection[0]}" + (f"-{selection[-1]}" if len(selection) > 1 else "")
+    es = EvalSet(name, "dev", "en", "locomo", [], "external")
     for conv in load_locomo(selection):
         turn = {"memory_type": "episodic", "importance": 0.5}  # as memory_bench posts them
         payload = [(t.dia_id, turn | {"content": t.content, "created_at": t.created_at}) for t in conv.turns]
@@ -149,10 +159,11 @@ def all_sets(
         except (OSError, ValueError, KeyError, TypeError) as exc:
             skipped.append(f"{path.name} ({exc!r})")
     if locomo and (names is None or "locomo" in names):
-        sets.append(locomo_set(locomo))
+        sets += locomo_sets(locomo)
     for es in sets:
-        if es.name in NO_ANSWER_DONORS:
-            _borrow_no_answer(es, NO_ANSWER_DONORS[es.name])
+        donor = NO_ANSWER_DONORS.get(es.name) or NO_ANSWER_DONORS.get(es.kind)
+        if donor:
+            _borrow_no_answer(es, donor)
     return _grouped(sets), skipped
 
 

@@ -68,11 +68,17 @@ def forget_scaled() -> None:
 
 def _scaled(item: Captured, config, models: Sequence[str] | None):
     """The capture's scaling (core.hybrid.scale) for the spaces its query's script calls on among `models`,
-    computed once per capture, model set and the two numbers scaling reads."""
+    computed once per capture, model set and the three numbers scaling reads."""
     from core import hybrid, stores
     from core.text import script_of
 
-    key = (id(item), tuple(models or ()), config.script_share_depth, config.lexical_gate)
+    key = (
+        id(item),
+        tuple(models or ()),
+        config.script_share_depth,
+        config.lexical_gate,
+        config.lexical_min_terms,
+    )
     if key not in _SCALED:
         reading = stores.embedding_set().spaces_reading(script_of(item.signals.query))
         spaces = [name for name in reading if models is None or name in models]

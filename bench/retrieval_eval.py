@@ -65,8 +65,9 @@ TOLERANCE = 0.01
 # What the leave-one-set-out choice tries. Fusion first, with the graph at its default and no floor (the floor only
 # cuts); then the shaping bonuses on the chosen fusion; then the floor by the no-answer curve.
 FUSION = {
-    "lexical_weight": (0.0, 2.0, 4.0, 6.0, 8.0, 12.0),
-    "lexical_power": (1.0, 2.0),
+    "lexical_weight": (0.0, 4.0, 8.0, 12.0, 20.0, 30.0),
+    "lexical_power": (1.0, 2.0, 3.0, 4.0),
+    "lexical_min_terms": (1, 2),
     "model_weights": ({}, {"e5": 2.0}, {"use": 0.5}, {"e5": 2.0, "use": 0.5}),
 }
 SHAPING = {"graph_weight": (0.0, 0.5, 1.0), "recency_weight": (0.0, 0.2), "importance_weight": (0.0, 0.2)}

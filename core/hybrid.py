@@ -13,7 +13,8 @@ Fusion (core.ranking has every number it uses):
   script-bound model (e5) none on a text in the other script, which the cross-lingual ones (USE) rank;
 - the lexical signal adds up to `lexical_weight` σ by coverage: the share of the query's term weight (IDF among
   the points the query may see, so a word in every memory weighs nothing) that the text holds, for texts in the
-  query's script. Bounded, so one rare word shared with an unrelated text never outweighs the models' evidence;
+  query's script that hold at least two of its words (a one-word query: that word). Bounded, and one rare word
+  shared with an unrelated text is no match at all, so it never outweighs the models' evidence;
 - a candidate whose fused relevance is under `floor` is not related, only nearest (Evidence.above_floor).
 With equal weights and no lexical part this is the plain sum of the dense models' z-scores (`plain_sum`), the
 baseline bench/retrieval_eval.py reports beside each signal alone; the product's search must not do worse.
@@ -203,6 +204,13 @@ def coverage(signals: Signals, payload: dict[str, Any]) -> float:
     return sum(weight for term, weight in signals.word_weights.items() if term in held)
 
 
+def holds_enough_words(signals: Signals, payload: dict[str, Any], config: RankingConfig = RANKING) -> bool:
+    """Whether the text holds config.lexical_min_terms of the query's words, or all of them when it has fewer."""
+    held = set(payload.get(TERMS, ()))
+    words = signals.word_weights
+    return sum(term in held for term in words) >= min(config.lexical_min_terms, len(words))
+
+
 def _spread(scores: Sequence[float]) -> tuple[float, float]:
     """Mean and standard deviation of a ranking's scores."""
     mean = sum(scores) / len(scores)
@@ -249,7 +257,8 @@ class Scaled:
 
 def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
     """Each candidate's z-scores, coverage and lexical base; `combine` weighs them (fuse = scale + combine, so a
-    benchmark can weigh one scaling many ways). Reads config.script_share_depth and config.lexical_gate only."""
+    benchmark can weigh one scaling many ways). Reads config.script_share_depth, config.lexical_gate and
+    config.lexical_min_terms only."""
     embedding_set = stores.embedding_set()
     query_script = script_of(signals.query)
     found = {name: dict(ranking) for name, ranking in signals.rankings.items()}
@@ -288,8 +297,13 @@ def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
     for point_id, payload in signals.payloads.items():
         sims = similarities[point_id]
         held = coverage(signals, payload)
-        # Words count for a text in the query's script whose meaning is close enough (config.lexical_gate).
-        counts = script[point_id] == query_script and closeness[point_id] > config.lexical_gate * closest
+        # Words count for a text in the query's script whose meaning is close enough (config.lexical_gate) and
+        # that shares more than one of them (config.lexical_min_terms).
+        counts = (
+            script[point_id] == query_script
+            and closeness[point_id] > config.lexical_gate * closest
+            and holds_enough_words(signals, payload, config)
+        )
         candidates[point_id] = Candidate(
             {name: to_z[name](similarity) for name, similarity in sims.items()},
             sims,

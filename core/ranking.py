@@ -35,6 +35,10 @@ class RankingConfig:
     #: the closest text's (mean raw cosine of the models that read it): a rare word shared with an unrelated text
     #: must not outrank a paraphrase twice as similar.
     lexical_gate: float = 0.5
+    #: Words shared with a text count only when it holds at least this many of the query's words (all of them,
+    #: for a query of fewer): one word in common is coincidence ("Who does Kofi report to?" and an expense report),
+    #: two or more are a match.
+    lexical_min_terms: int = 2
     #: Fused relevance under which a candidate is not related, only nearest: it is not returned (None: no floor in
     #: σ; the models' noise floors decide). On the development sets every σ floor that empties a no-answer
     #: question also cuts more than 1 % of the answers (bench/results/retrieval.md, the no-answer curve).
@@ -112,6 +116,7 @@ CHOSEN_BY: dict[str, str] = {
     "lexical_power": "leave-one-set-out over every development set",
     "script_share_depth": "not tuned: the cross-lingual models' first page of hits",
     "lexical_gate": "a rule, not tuned: a paraphrase twice as similar wins (a test pins it)",
+    "lexical_min_terms": "leave-one-set-out over every development set (1 or 2)",
     "floor": "the no-answer curve, leave-one-set-out",
     "graph_weight": "leave-one-set-out over every development set",
     "graph_hops": "not tuned: Hello-Agents' hop weights",

@@ -273,7 +273,8 @@ def test_fusion_is_the_mean_of_each_readers_z_score_plus_the_bounded_lexical_par
     from core import hybrid
     from core.ranking import RankingConfig
 
-    config = RankingConfig(lexical_weight=2.0, lexical_power=1.0, floor=0.0)
+    # One word of two is enough here (lexical_min_terms=1): the formula, not the two-word rule, is under test.
+    config = RankingConfig(lexical_weight=2.0, lexical_power=1.0, lexical_min_terms=1, floor=0.0)
     found = signals(
         "cello lessons",
         {"minilm": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "use": [("a", 0.4), ("b", 0.4), ("c", 0.1)]},
@@ -310,6 +311,35 @@ def test_a_rare_word_shared_with_an_unrelated_text_does_not_outrank_a_twice_as_s
     evidence = hybrid.fuse([found], RANKING).evidence
     assert evidence["wrong"].coverage > 0.75
     assert evidence["paraphrase"].relevance > evidence["wrong"].relevance
+
+
+def test_one_word_in_common_is_no_lexical_match_and_two_are():
+    from core import hybrid
+    from core.ranking import RankingConfig
+
+    config = RankingConfig(lexical_weight=4.0, lexical_power=1.0, lexical_min_terms=2)
+    spaces = {
+        "minilm": [("one", 0.5), ("two", 0.5), ("none", 0.1)],
+        "use": [("one", 0.5), ("two", 0.5), ("none", 0.1)],
+    }
+    # "one" holds the query's rarest word only, "two" holds it and another: only "two" gets the lexical part.
+    found = signals(
+        "which glaze did the pottery class use",
+        spaces,
+        terms={"one": ["1"], "two": ["1", "2"]},
+        frequency={"1": 1, "2": 2, "3": 3},
+        total=3,
+    )
+    evidence = hybrid.fuse([found], config).evidence
+    assert evidence["one"].coverage > 0 and evidence["one"].relevance == evidence["one"].dense
+    assert evidence["two"].relevance > evidence["two"].dense
+    # A one-word query: that word is all of it.
+    single = signals("kiln", spaces, terms={"one": ["1"]}, frequency={"1": 1}, total=3)
+    evidence = hybrid.fuse([single], config).evidence
+    assert evidence["one"].relevance > evidence["one"].dense
+    # lexical_min_terms=1 is the old behaviour: one word counts.
+    evidence = hybrid.fuse([found], RankingConfig(lexical_weight=4.0, lexical_min_terms=1)).evidence
+    assert evidence["one"].relevance > evidence["one"].dense
 
 
 def test_the_nearest_text_is_not_returned_when_no_model_finds_it_over_its_noise_floor():
