@@ -174,9 +174,18 @@ def test_word_forms_are_the_same_when_request_threads_stem_at_once():
 
 
 def test_a_first_person_question_finds_the_fact_through_its_word_forms(user):
-    # The dense models put "What do I do for work?" near nothing (cosine 0.17); the stem finds it.
+    from dataclasses import replace
+
+    from core.ranking import RANKING
+
+    # The dense models put "What do I do for work?" near nothing (cosine 0.17, at USE's noise floor, so whether it
+    # is returned at all is the floors' call); the stem "work" is what ranks the fact first among the related.
     add(user, "The user works as a data engineer at Acme.", "The user likes jazz.")
-    assert top(user, "What do I do for work?") == ["The user works as a data engineer at Acme."]
+    no_floors = replace(RANKING, model_floors={})
+    assert (
+        top(user, "What do I do for work?", config=no_floors)[0]
+        == "The user works as a data engineer at Acme."
+    )
 
 
 def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
