@@ -15,6 +15,7 @@ Languages are one slot each, as likes are ("speaks:portuguese" yes or no): a per
 import re
 import unicodedata
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from core.text import normalise
 from memories.entities import chinese_words, parse_english
@@ -491,9 +492,10 @@ def changed_value(existing: str, new: str) -> tuple[str, str] | None:
     The general form of the single-valued slots above, for facts no pattern names: the two statements share their
     frame word for word (at least two words and half of each) except for one span of at most _MAX_VALUE_WORDS
     words, which comes after the sentence's first verb or, in Chinese, ends it (so it is what the statement says of
-    its subject, not who it is about: "Ana lives in Rome" is no older value of "Tom lives in Rome now"); and `new` says it is a change
-    (CHANGE_MARKERS), which `existing` does not. Without the marker two such statements may both hold ("I study
-    Korean", "I study English"). Both must be in one language: across languages the words cannot be compared."""
+    its subject, not who it is about: "Ana lives in Rome" is no older value of "Tom lives in Rome now"); and `new`
+    says it is a change (CHANGE_MARKERS), which `existing` does not. Without the marker two such statements may
+    both hold ("I study Korean", "I study English"). Both must be in one language: across languages the words
+    cannot be compared."""
     if bool(_CJK_TEXT.search(existing)) != bool(_CJK_TEXT.search(new)) or new.rstrip().endswith(("?", "？")):
         return None
     old_words, new_words = _words(existing), _words(new)
@@ -502,8 +504,6 @@ def changed_value(existing: str, new: str) -> tuple[str, str] | None:
     ):
         return None
     new_words = [w for w in new_words if w.text not in CHANGE_MARKERS]
-    from difflib import SequenceMatcher
-
     matcher = SequenceMatcher(None, [w.text for w in old_words], [w.text for w in new_words], autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if len(changes) != 1 or changes[0][0] != "replace":
