@@ -161,7 +161,15 @@ def main() -> None:
     names = None if args.sets is None else [n.strip() for n in args.sets.split(",")]
     selection = [] if args.locomo == "none" else parse_selection(args.locomo)
     sets, skipped = all_sets(names, selection)
-    sets = [es for es in sets if (names is None or es.name in names) and es.name not in args.skip.split(",")]
+    skip = args.skip.split(",")
+    # "locomo" names every LoCoMo set (evalsets.locomo_sets: its two halves), in --sets and --skip alike.
+    sets = [
+        es
+        for es in sets
+        if (names is None or es.name in names or (es.kind == "locomo" and "locomo" in names))
+        and es.name not in skip
+        and not (es.kind == "locomo" and "locomo" in skip)
+    ]
     sets = [es for es in sets if args.final or es.split == "dev"]
     started_at, t_start = datetime.now(UTC), time.perf_counter()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="mnemo-retrieval-eval-"))
