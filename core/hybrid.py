@@ -198,17 +198,12 @@ def points(
     ]
 
 
-def coverage(signals: Signals, payload: dict[str, Any]) -> float:
-    """Share of the query's IDF weight whose words the text contains."""
+def lexical_match(signals: Signals, payload: dict[str, Any]) -> tuple[float, int]:
+    """(coverage, words): the share of the query's IDF weight whose words the text contains, and how many of the
+    query's words it contains."""
     held = set(payload.get(TERMS, ()))
-    return sum(weight for term, weight in signals.word_weights.items() if term in held)
-
-
-def holds_enough_words(signals: Signals, payload: dict[str, Any], config: RankingConfig = RANKING) -> bool:
-    """Whether the text holds config.lexical_min_terms of the query's words, or all of them when it has fewer."""
-    held = set(payload.get(TERMS, ()))
-    words = signals.word_weights
-    return sum(term in held for term in words) >= min(config.lexical_min_terms, len(words))
+    weights = [weight for term, weight in signals.word_weights.items() if term in held]
+    return sum(weights), len(weights)
 
 
 def _spread(scores: Sequence[float]) -> tuple[float, float]:
@@ -296,13 +291,13 @@ def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
     candidates = {}
     for point_id, payload in signals.payloads.items():
         sims = similarities[point_id]
-        held = coverage(signals, payload)
+        held, words = lexical_match(signals, payload)
         # Words count for a text in the query's script whose meaning is close enough (config.lexical_gate) and
-        # that shares more than one of them (config.lexical_min_terms).
+        # that holds config.lexical_min_terms of them (all of them, for a query of fewer).
         counts = (
             script[point_id] == query_script
             and closeness[point_id] > config.lexical_gate * closest
-            and holds_enough_words(signals, payload, config)
+            and words >= min(config.lexical_min_terms, len(signals.word_weights))
         )
         candidates[point_id] = Candidate(
             {name: to_z[name](similarity) for name, similarity in sims.items()},
