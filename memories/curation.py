@@ -47,7 +47,7 @@ from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_wor
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.curation_model import ask_model
-from memories.facts import CHANGE_MARKERS, Slot, changed_value, same_attribute, slots
+from memories.facts import Slot, changed_value, same_attribute, says_changed, slots
 from memories.models import Fact, Memory
 from memories.types import names_where
 
@@ -108,6 +108,9 @@ class Curator:
     _stored_hashes: set[str] | None = None
     # memory pk → its nearest stored facts, looked up by prepare()
     _stored_near: dict[object, "_Neighbours"] = field(default_factory=dict)
+    # The last _similar() answer and what it was for (pk, text, facts accepted so far): one decision asks for it
+    # up to twice (a marked change, then a near-duplicate), and each asking searches the vector store.
+    _last_similar: tuple[tuple, list] | None = None
 
     def prepare(self, memories: Sequence[Memory]) -> None:
         """Embed the facts among `memories` in one call (the embedding set keeps them for the mirror that follows)
@@ -291,9 +294,7 @@ class Curator:
         """Current facts that the memory restates with one value replaced and a word saying it changed
         (memories.facts.changed_value: "I study English now" after "I study Korean"), among its nearest ones:
         the facts no single-valued slot names."""
-        text = memory.content.casefold()
-        # A cheap cut before the embedding and the parse: a substring ("know" holds "now"), the words come later.
-        if not memory.policy.states_facts or not any(marker in text for marker in CHANGE_MARKERS):
+        if not memory.policy.states_facts or not says_changed(memory.content):
             return None
         older: dict[object, Memory] = {}
         reasons = []
@@ -382,6 +383,12 @@ class Curator:
     def _similar(self, memory: Memory) -> list[tuple[Memory, float]]:
         """Current facts of this user nearest to `memory`, each with the dense similarity the search fusion
         would weigh for the pair (only the models that read both texts' languages)."""
+        key = (memory.pk, memory.content, len(self._accepted_rows))
+        if self._last_similar is None or self._last_similar[0] != key:
+            self._last_similar = (key, self._nearest_facts(memory))
+        return self._last_similar[1]
+
+    def _nearest_facts(self, memory: Memory) -> list[tuple[Memory, float]]:
         embedding_set = stores.embedding_set()
         vectors = {name: rows[0] for name, rows in embedding_set.embed_documents([memory.content]).items()}
         cjk = cjk_ratio(memory.content) >= CJK_CUTOFF

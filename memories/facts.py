@@ -16,6 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from core.text import normalise
 from memories.entities import chinese_words, parse_english
@@ -453,6 +454,8 @@ def slots(text: str) -> list[Slot]:
 # The words that say a statement replaces an earlier one ("I study English now", "现在我学英语"): adverbs of the
 # present set against the past, English and Chinese. A closed class of each language, not a list of values.
 CHANGE_MARKERS = frozenset({"now", "nowadays", "currently", "现在", "目前", "如今"})
+# The same words found without parsing (Chinese has no word boundaries to match: a substring is the word).
+_SAYS_CHANGED = re.compile(r"\b(?:now|nowadays|currently)\b|现在|目前|如今", re.IGNORECASE)
 # The most of a statement a changed value may take, in words: "the Lisbon office" → "the Berlin office" is one
 # value; a longer span is another statement, not another value of the same one.
 _MAX_VALUE_WORDS = 3
@@ -466,22 +469,29 @@ class _Word:
     verb: bool
 
 
-def _words(text: str) -> list[_Word]:
+def says_changed(text: str) -> bool:
+    """Whether `text` holds a word of CHANGE_MARKERS: the cheap test before changed_value parses anything."""
+    return bool(_SAYS_CHANGED.search(normalise(text)))
+
+
+@lru_cache(maxsize=1024)
+def _words(text: str) -> tuple[_Word, ...]:
     """The words of `text` for comparing two statements' frames: case-folded, punctuation left out, each with
-    whether it is a verb (spaCy's tags in English, jieba's in Chinese)."""
+    whether it is a verb (spaCy's tags in English, jieba's in Chinese). Cached: a new fact is compared with each
+    of its nearest facts in turn."""
     text = normalise(text)
     if _CJK_TEXT.search(text):
-        return [
+        return tuple(
             _Word(word.casefold(), flag.startswith("v"))
             for word, flag in chinese_words(text)
             if word.strip() and flag != "x"
-        ]
+        )
     [doc] = parse_english([text])
-    return [
+    return tuple(
         _Word(token.lower_, token.pos_ in ("VERB", "AUX"))
         for token in doc
         if not token.is_punct and not token.is_space
-    ]
+    )
 
 
 def changed_value(existing: str, new: str) -> tuple[str, str] | None:
@@ -503,7 +513,7 @@ def changed_value(existing: str, new: str) -> tuple[str, str] | None:
         w.text in CHANGE_MARKERS for w in old_words
     ):
         return None
-    new_words = [w for w in new_words if w.text not in CHANGE_MARKERS]
+    new_words = tuple(w for w in new_words if w.text not in CHANGE_MARKERS)
     matcher = SequenceMatcher(None, [w.text for w in old_words], [w.text for w in new_words], autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if len(changes) != 1 or changes[0][0] != "replace":
