@@ -11,6 +11,9 @@ wsgi_app = "config.wsgi"
 workers = 1
 threads = 8
 timeout = 120
+# Longer than gunicorn's 2 s default: a client polling every 2 s (a document's status) would reuse a connection
+# just as the server closes it and see "Server disconnected without sending a response".
+keepalive = 5
 accesslog = "-"
 
 # gunicorn's default control socket is one per user ($XDG_RUNTIME_DIR/gunicorn.ctl or ~/.gunicorn/gunicorn.ctl):
