@@ -213,6 +213,7 @@ class Returned:
     relevance: float  # fused relevance with the graph's bonus (what the floor compares)
     similarities: dict  # per model that read it, raw cosine
     rescued: bool  # linked to an entity the query names: returned at the floor whatever its similarity
+    holds_every_word: bool = False  # over noise whatever its similarities (core.hybrid.combine)
 
 
 def free_replay(kind: str, item: Captured, config, models=None) -> list[Returned]:
@@ -222,16 +223,20 @@ def free_replay(kind: str, item: Captured, config, models=None) -> list[Returned
     from memories.scoring import rank
 
     free = replace(config, floor=-1e9, model_floors={})
-    evidence = hybrid.combine(_scaled(item, free, models), free)
+    scaled = _scaled(item, free, models)
+    evidence = hybrid.combine(scaled, free)
+    every_word = {pid: candidate.holds_every_word for pid, candidate in scaled.candidates.items()}
     if kind == "knowledge":
         ordered = sorted(evidence.items(), key=lambda pair: (-pair[1].relevance, pair[0]))[:LIMIT]
-        return [Returned(pid, e.relevance, e.similarities, False) for pid, e in ordered]
+        return [Returned(pid, e.relevance, e.similarities, False, every_word[pid]) for pid, e in ordered]
     ranked = rank(evidence=evidence, graph=item.graph, candidates=item.candidates, now=item.now, config=free)
     out = []
     for _, pid, parts in ranked[:LIMIT]:
         sims = {k[len("dense_") :]: v for k, v in parts.items() if k.startswith("dense_")}
         linked = parts.get("graph", 0.0) or 0.0
-        out.append(Returned(pid, parts["fused"] + config.graph_weight * linked, sims, linked > 0))
+        out.append(
+            Returned(pid, parts["fused"] + config.graph_weight * linked, sims, linked > 0, every_word[pid])
+        )
     return out
 
 
@@ -239,7 +244,10 @@ def kept(returned: Returned, floor: float, model_floors: dict) -> bool:
     """Would the product return this item under `floor` and `model_floors` (core.ranking.RankingConfig)?"""
     from core.ranking import RankingConfig
 
-    if not RankingConfig(model_floors=model_floors).over_noise(returned.similarities):
+    if not (
+        returned.holds_every_word
+        or RankingConfig(model_floors=model_floors).over_noise(returned.similarities)
+    ):
         return returned.rescued  # the graph brings it back at the floor (memories.scoring.rank)
     return returned.relevance >= floor
 

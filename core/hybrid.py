@@ -15,6 +15,8 @@ Fusion (core.ranking has every number it uses):
   the points the query may see, so a word in every memory weighs nothing) that the text holds, for texts in the
   query's script that hold at least two of its words (a one-word query: that word). Bounded, and one rare word
   shared with an unrelated text is no match at all, so it never outweighs the models' evidence;
+- a candidate is related only when some model finds it closer than that model's noise floor, or when it holds
+  every word of the query (Evidence.over_noise);
 - a candidate whose fused relevance is under `floor` is not related, only nearest (Evidence.above_floor).
 With equal weights and no lexical part this is the plain sum of the dense models' z-scores (`plain_sum`), the
 baseline bench/retrieval_eval.py reports beside each signal alone; the product's search must not do worse.
@@ -81,7 +83,8 @@ class Evidence:
     dense: float = 0.0  # the mean z-score of the models that read the pair
     similarities: dict[str, float] = field(default_factory=dict)  # per dense space that read it, raw cosine
     above_floor: bool = False  # related to the query, not merely the nearest there is
-    # Some model that read it finds it closer than that model's noise floor (RankingConfig.model_floors).
+    # Some model that read it finds it closer than that model's noise floor (RankingConfig.model_floors), or it
+    # holds every word of the query.
     over_noise: bool = True
 
     def signal_parts(self) -> dict[str, float]:
@@ -241,6 +244,8 @@ class Candidate:
     similarities: dict[str, float]  # the same spaces' raw cosines (a space that missed it: its last hit's)
     coverage: float  # share of the query's term weight the text holds
     lexical_base: float  # same-script share × coverage when words may count for it (script, gate), else 0
+    # Words count for it and it holds every one of the query's: related whatever the models' noise floors say.
+    holds_every_word: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,6 +309,7 @@ def scale(signals: Signals, config: RankingConfig = RANKING) -> Scaled:
             sims,
             held,
             same_script * held if counts else 0.0,
+            counts and 0 < words == len(signals.word_weights),
         )
     return Scaled(candidates)
 
@@ -316,7 +322,10 @@ def combine(scaled: Scaled, config: RankingConfig = RANKING) -> dict[str, Eviden
         total = sum(weights.values())
         dense = sum(weights[name] * z for name, z in item.z.items()) / total if total else 0.0
         relevance = dense + config.lexical_weight * item.lexical_base**config.lexical_power
-        over_noise = config.over_noise(item.similarities)
+        # A text that holds every word of the query is related even when no model finds it near: the models'
+        # cosines for a short question ("What do I do for work?" and "… works as a data engineer") can sit at
+        # their noise floors, which were set on questions whose answer is not stored.
+        over_noise = item.holds_every_word or config.over_noise(item.similarities)
         evidence[point_id] = Evidence(
             round(relevance, 4),
             round(item.coverage, 4),

@@ -56,7 +56,8 @@ class RankingConfig:
     #: Per dense model, its weight in the average (a model not named weighs 1).
     model_weights: dict[str, float] = field(default_factory=dict)
     #: Per dense model, the raw cosine under which it does not call a text related (its noise floor): a text is
-    #: returned only when some model that reads it finds it closer. z-scores are relative to the query's own
+    #: returned only when some model that reads it finds it closer, or when it holds every word of the query
+    #: (core.hybrid.combine). z-scores are relative to the query's own
     #: candidates, so in a small store, or for a query about nothing stored, the nearest text always stands out;
     #: this says whether it is near at all. Each value is a quantile of the model's best cosine for questions
     #: whose answer is not stored, in the development sets (bench/retrieval_eval.py).
@@ -94,7 +95,7 @@ class RankingConfig:
             "score": "The ranking score: the fused relevance with the bonuses below (standard deviations, σ).",
             "fused": "How far the text stands above this query's other candidates, averaged over the models that "
             f"read both languages, plus up to {self.lexical_weight:g} σ for the query's words (σ); {under}"
-            "under every model's noise floor, nothing is returned.",
+            "under every model's noise floor and missing a word of the query, it is not returned.",
             "dense": "Similarity of meaning from the embedding models that read both texts' languages, in σ above "
             "this query's candidates.",
             "lexical": "Share of the query's words found in the text; rare words count more (0..1).",

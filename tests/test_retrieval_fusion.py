@@ -174,18 +174,12 @@ def test_word_forms_are_the_same_when_request_threads_stem_at_once():
 
 
 def test_a_first_person_question_finds_the_fact_through_its_word_forms(user):
-    from dataclasses import replace
-
-    from core.ranking import RANKING
-
-    # The dense models put "What do I do for work?" near nothing (cosine 0.17, at USE's noise floor, so whether it
-    # is returned at all is the floors' call); the stem "work" is what ranks the fact first among the related.
+    # The dense models put "What do I do for work?" near nothing (cosine 0.17, under USE's noise floor); the stem
+    # "work" is its one word, and the fact holding it is related all the same, and first.
     add(user, "The user works as a data engineer at Acme.", "The user likes jazz.")
-    no_floors = replace(RANKING, model_floors={})
-    assert (
-        top(user, "What do I do for work?", config=no_floors)[0]
-        == "The user works as a data engineer at Acme."
-    )
+    assert top(user, "What do I do for work?") == ["The user works as a data engineer at Acme."]
+    # Without the words, the floors decide: nothing clears them.
+    assert top(user, "What do I do for a living?") == []
 
 
 def test_resync_all_rebuilds_points_indexed_before_terms_were_kept(user):
@@ -365,6 +359,13 @@ def test_the_nearest_text_is_not_returned_when_no_model_finds_it_over_its_noise_
     # One model over its floor is enough: USE at 0.25 finds it near.
     found = signals("zzqv", {"minilm": [("a", 0.21), ("b", 0.11)], "use": [("a", 0.25), ("b", 0.02)]})
     assert hybrid.fuse([found], config).evidence["a"].above_floor
+    # A text holding every word of the query is related under the floors all the same; one holding some is not.
+    near = {"minilm": [("a", 0.21), ("b", 0.11)], "use": [("a", 0.12), ("b", 0.02)]}
+    every = signals("zzqv", near, terms={"a": ["1"]}, frequency={"1": 1}, total=2)
+    evidence = hybrid.fuse([every], config).evidence
+    assert evidence["a"].over_noise and evidence["a"].above_floor and not evidence["b"].over_noise
+    some = signals("zzqv kiln", near, terms={"a": ["1"]}, frequency={"1": 1, "2": 1}, total=2)
+    assert not hybrid.fuse([some], config).evidence["a"].over_noise
     # A model with no floor given never vouches for a text alone; with no floors at all, every text is over noise.
     assert not RankingConfig(model_floors={"use": 0.3}).over_noise({"minilm": 0.9, "use": 0.1})
     assert RankingConfig(model_floors={}).over_noise({"minilm": 0.01})
@@ -470,7 +471,7 @@ def test_the_score_explanations_are_written_from_the_configuration():
     changed = replace(RANKING, graph_weight=0.75, floor=1.25)
     assert "0.75 σ" in score_parts(changed)["graph"]
     assert (
-        "under 1.25 σ, or under every model's noise floor, nothing is returned"
+        "under 1.25 σ, or under every model's noise floor and missing a word of the query, it is not returned"
         in score_parts(changed)["fused"]
     )
     assert score_parts(changed) != score_parts(RANKING)
