@@ -298,7 +298,9 @@ class Client:
             ids.extend(response.json()["ids"])
         return ids
 
-    def _timed(self, method: str, path: str, body: dict | None = None) -> tuple[Any, float]:
+    def _timed(
+        self, method: str, path: str, body: dict | None = None, expect: int = 200
+    ) -> tuple[Any, float]:
         """The parsed JSON answer of one call and the seconds from sending it to having parsed it."""
         headers = {"X-API-Key": self.key}
         payload = None
@@ -319,13 +321,19 @@ class Client:
                 if attempt:
                     raise
         elapsed = time.perf_counter() - started
-        if response.status != 200:
+        if response.status != expect:
             raise RuntimeError(f"{method} {path}: HTTP {response.status}: {str(answer)[:500]}")
         return answer, elapsed
 
     def search(self, query: str, limit: int = 10) -> tuple[list[dict], float]:
         answer, elapsed = self._timed("POST", "/api/v1/memories/search", {"query": query, "limit": limit})
         return answer["results"], elapsed
+
+    def add(self, content: str) -> float:
+        """`POST /api/v1/memories/` of one episodic memory; the seconds it took."""
+        return self._timed("POST", "/api/v1/memories/", {"content": content, "memory_type": "episodic"}, 201)[
+            1
+        ]
 
     def noop(self) -> float:
         """`GET /api/v1/me`: the key check, the middleware and a small JSON answer, with no work behind them."""

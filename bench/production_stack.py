@@ -127,6 +127,15 @@ def production_stack(neo4j_uri: str = "") -> Iterator[Stack]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def postmaster_pid(database_url: str) -> int:
+    """The PostgreSQL server's own process: the parent of the backend that serves a connection."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:  # the backend ends with the connection
+        backend = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
+        return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def postgres_version(database_url: str) -> str:
     import psycopg
 
