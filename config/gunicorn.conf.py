@@ -11,9 +11,11 @@ wsgi_app = "config.wsgi"
 workers = 1
 threads = 8
 timeout = 120
-# Longer than gunicorn's 2 s default: a client polling every 2 s (a document's status) would reuse a connection
-# just as the server closes it and see "Server disconnected without sending a response".
-keepalive = 5
+# An idle connection should be closed by the client, not the server: a request a client sends just as the server
+# closes the connection fails with "Server disconnected without sending a response" (a client polling every 2 s
+# met gunicorn's 2 s default). 75 s outlasts the clients' own idle limits (httpx 5 s, nginx's upstream keepalive
+# 60 s), and idle connections wait in the worker's poller, not in a thread.
+keepalive = 75
 accesslog = "-"
 
 # gunicorn's default control socket is one per user ($XDG_RUNTIME_DIR/gunicorn.ctl or ~/.gunicorn/gunicorn.ctl):
