@@ -261,7 +261,7 @@ def report(args: argparse.Namespace, results: dict[str, dict], info: dict, start
             f"{search.wall_s - search.request_s:.1f} s and {add.wall_s - add.request_s:.1f} s after them.",
             "",
         ]
-    stacks = ", ".join(results)
+    stacks = ",".join(results)
     return f"""# CPU per search and per add, process by process
 
 Measured {started_at:%Y-%m-%d %H:%M} UTC by `bench/stack_cpu.py --stacks {stacks} --size {args.size}
