@@ -30,8 +30,13 @@ def authenticate_api_key(raw_key: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
-    api_key = ApiKey.objects.active().select_related("user").filter(prefix=prefix).first()
-    if api_key is None or not api_key.matches(secret) or not api_key.user.is_active:
+    try:
+        # get(), not first(): the prefix is unique, and first() would have the ORM build an ORDER BY on the
+        # model's ordering for every request (0.1 of the no-op request's 1.1 ms in process).
+        api_key = ApiKey.objects.active().select_related("user").get(prefix=prefix)
+    except ApiKey.DoesNotExist:
+        return None
+    if not api_key.matches(secret) or not api_key.user.is_active:
         return None
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_PRECISION:
