@@ -57,10 +57,10 @@ class RankingConfig:
     model_weights: dict[str, float] = field(default_factory=dict)
     #: Per dense model, the raw cosine under which it does not call a text related (its noise floor): a text is
     #: returned only when some model that reads it finds it closer, or when it holds every word of the query
-    #: (core.hybrid.combine). z-scores are relative to the query's own
-    #: candidates, so in a small store, or for a query about nothing stored, the nearest text always stands out;
-    #: this says whether it is near at all. Each value is a quantile of the model's best cosine for questions
-    #: whose answer is not stored, in the development sets (bench/retrieval_eval.py).
+    #: (core.hybrid.combine). z-scores are relative to the query's own candidates, so in a small store, or for a
+    #: query about nothing stored, the nearest text always stands out; this says whether it is near at all. Each
+    #: value is a quantile of the model's best cosine for questions whose answer is not stored, in the
+    #: development sets (bench/retrieval_eval.py).
     model_floors: dict[str, float] = field(
         default_factory=lambda: {"bge_en": 0.4666, "bge_zh": 0.4322, "minilm": 0.1926, "use": 0.178}
     )

@@ -83,8 +83,8 @@ def rank(
 
     A candidate is related when some model finds it over its noise floor (or it holds every word of the query)
     and its relevance, with the graph's bonus, reaches the floor (core.ranking): only the nearest there is does
-    not count. A fact linked to the query's entities comes back even when no signal found
-    it, as just related (at the floor) plus its graph bonus: the graph finds, the text ranks. `text_matched`: the
+    not count. A fact linked to the query's entities comes back even when no signal found it, as just related
+    (at the floor) plus its graph bonus: the graph finds, the text ranks. `text_matched`: the
     memories a plain text match found while the vector store could not serve every one (their relevance is a
     share of the query's words, which has no floor).
     `require_match`: only what is related by itself, not through the graph (what goes into an answer or a
