@@ -454,8 +454,13 @@ def slots(text: str) -> list[Slot]:
 # The words that say a statement replaces an earlier one ("I study English now", "现在我学英语"): adverbs of the
 # present set against the past, English and Chinese. A closed class of each language, not a list of values.
 CHANGE_MARKERS = frozenset({"now", "nowadays", "currently", "现在", "目前", "如今"})
-# The same words found without parsing (Chinese has no word boundaries to match: a substring is the word).
-_SAYS_CHANGED = re.compile(r"\b(?:now|nowadays|currently)\b|现在|目前|如今", re.IGNORECASE)
+# The same words found without parsing: whole words in English, substrings in Chinese (no word boundaries).
+_SAYS_CHANGED = re.compile(
+    "|".join(
+        rf"\b{re.escape(word)}\b" if word.isascii() else re.escape(word) for word in sorted(CHANGE_MARKERS)
+    ),
+    re.IGNORECASE,
+)
 # The most of a statement a changed value may take, in words: "the Lisbon office" → "the Berlin office" is one
 # value; a longer span is another statement, not another value of the same one.
 _MAX_VALUE_WORDS = 3
