@@ -331,9 +331,10 @@ class Client:
 
     def add(self, content: str) -> float:
         """`POST /api/v1/memories/` of one episodic memory; the seconds it took."""
-        return self._timed("POST", "/api/v1/memories/", {"content": content, "memory_type": "episodic"}, 201)[
-            1
-        ]
+        _, elapsed = self._timed(
+            "POST", "/api/v1/memories/", {"content": content, "memory_type": "episodic"}, 201
+        )
+        return elapsed
 
     def noop(self) -> float:
         """`GET /api/v1/me`: the key check, the middleware and a small JSON answer, with no work behind them."""

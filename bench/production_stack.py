@@ -1,11 +1,13 @@
 """The production stack for a benchmark, started on 127.0.0.1 as tests/test_production_stack.py starts it and
 thrown away after: PostgreSQL (tests/postgres.py's cluster), a redis-server as the Celery broker and the shared
 cache, the Qdrant stand-in (tests/qdrant_standin.py, qdrant-client's own engine over REST), and a real Celery
-worker. Neo4j only when a URI is given; otherwise the graph is the Entity/Relation tables.
+worker. Neo4j only when a URI is given (neo4j_harness starts one from scripts/neo4j-harness.sh); otherwise the
+graph is the Entity/Relation tables.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -125,6 +127,27 @@ def production_stack(neo4j_uri: str = "") -> Iterator[Stack]:
     finally:
         postgres.stop()
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def neo4j_harness(enabled: bool) -> Iterator[tuple[str, int | None]]:
+    """(bolt URI, JVM pid) of a neo4j-harness of our own, or ("", None)."""
+    if not enabled:
+        yield "", None
+        return
+    run_dir = Path(tempfile.mkdtemp(prefix="mnemo-bench-neo4j-"))
+    env = {**os.environ, "MNEMO_RUN_DIR": str(run_dir)}
+    script = str(ROOT / "scripts" / "neo4j-harness.sh")
+    started = subprocess.run(
+        [script, "start", str(free_port())], env=env, capture_output=True, text=True, timeout=600
+    )
+    if started.returncode:
+        raise RuntimeError(f"the neo4j-harness did not start:\n{started.stderr[-3000:]}")
+    uri = started.stdout.strip().splitlines()[-1].removeprefix("NEO4J_URI=")
+    try:
+        yield uri, int((run_dir / "neo4j-harness.pid").read_text().strip())
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
 
 
 def postmaster_pid(database_url: str) -> int:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memory_bench import (  # noqa: E402
     RESULTS,
-    ROOT,
     Client,
     _server_env,
     latency_memories,
@@ -53,6 +50,7 @@ ROLES = (
     ("neo4j", "Neo4j (JVM)"),
 )
 STANDIN = ROLES[2][1]
+CLIENT = "the benchmark's client"
 
 
 @dataclass(frozen=True)
@@ -107,24 +105,22 @@ class StackMeter:
             if (role := _role(procs[pid].cmdline)) is not None:
                 totals[role] = totals.get(role, 0.0) + procs[pid].seconds
         times = os.times()
-        totals["the benchmark's client"] = times.user + times.system
+        totals[CLIENT] = times.user + times.system
         return totals
 
 
 def settle(
     meter: StackMeter, limit_s: float = 900.0, window_s: float = 3.0, idle_share: float = 0.05
-) -> float:
-    """Wait until the stack has gone quiet (under `idle_share` of a core over `window_s`, the client aside);
-    the seconds waited."""
+) -> None:
+    """Wait until the stack has gone quiet (under `idle_share` of a core over `window_s`, the client aside)."""
     began = time.monotonic()
     while time.monotonic() - began < limit_s:
         before = meter.read()
         time.sleep(window_s)
         after = meter.read()
-        spent = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in after if k != "the benchmark's client")
+        spent = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in after if k != CLIENT)
         if spent < idle_share * window_s:
-            break
-    return time.monotonic() - began
+            return
 
 
 def idle_rates(meter: StackMeter, seconds: float = 15.0) -> dict[str, float]:
@@ -159,29 +155,6 @@ def measure(meter: StackMeter, idle: dict[str, float], requests: list, send) -> 
 
 
 @contextmanager
-def neo4j(enabled: bool) -> Iterator[tuple[str, int | None]]:
-    """(bolt URI, JVM pid) of a neo4j-harness of our own, or ("", None)."""
-    if not enabled:
-        yield "", None
-        return
-    from tests.served import free_port
-
-    run_dir = Path(tempfile.mkdtemp(prefix="mnemo-bench-neo4j-"))
-    env = {**os.environ, "MNEMO_RUN_DIR": str(run_dir)}
-    script = str(ROOT / "scripts" / "neo4j-harness.sh")
-    started = subprocess.run(
-        [script, "start", str(free_port())], env=env, capture_output=True, text=True, timeout=600
-    )
-    if started.returncode:
-        raise RuntimeError(f"the neo4j-harness did not start:\n{started.stderr[-3000:]}")
-    uri = started.stdout.strip().splitlines()[-1].removeprefix("NEO4J_URI=")
-    try:
-        yield uri, int((run_dir / "neo4j-harness.pid").read_text().strip())
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
-
-
-@contextmanager
 def served_stack(stack: str, size: int, with_neo4j: bool) -> Iterator[tuple[Client, StackMeter, str]]:
     """A loaded, quiet Mnemo on `stack`: a client, a meter over its processes, and a line naming the stack."""
     if stack == "embedded":
@@ -194,9 +167,9 @@ def served_stack(stack: str, size: int, with_neo4j: bool) -> Iterator[tuple[Clie
                 "the embedded defaults (SQLite, Qdrant Edge, the in-process worker pool)",
             )
         return
-    from production_stack import celery_worker, postmaster_pid, production_stack, wait_mirrored
+    from production_stack import celery_worker, neo4j_harness, postmaster_pid, production_stack, wait_mirrored
 
-    with neo4j(with_neo4j) as (uri, jvm), production_stack(uri) as services:
+    with neo4j_harness(with_neo4j) as (uri, jvm), production_stack(uri) as services:
         roots = (postmaster_pid(services.database_url), *([jvm] if jvm else []))
         with mnemo(["cpu"], threads=8, stack_env=services.env) as server:
             worker_env = _server_env(server.data_dir) | services.env
@@ -242,7 +215,7 @@ def report(args: argparse.Namespace, results: dict[str, dict], info: dict, start
             "| process | CPU ms per search | CPU ms per add | idle CPU, % of a core |",
             "|---|---|---|---|",
         ]
-        for role in [*roles, "the benchmark's client"]:
+        for role in [*roles, CLIENT]:
             lines.append(
                 f"| {role} | {1000 * search.cpu.get(role, 0.0) / search.requests:.1f} "
                 f"| {1000 * add.cpu.get(role, 0.0) / add.requests:.1f} | {100 * result['idle'].get(role, 0.0):.1f} |"
