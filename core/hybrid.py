@@ -152,18 +152,20 @@ def gather(
             vector: Sequence[float] | SparseVector = sparse
         else:
             vector = embedding_set.spaces[space].embed_query(dense_query).tolist()
-        return store.search(
-            collection, using=space, vector=vector, limit=limit, where=where, payload_keys=FUSION_KEYS
-        )
+        return store.search(collection, using=space, vector=vector, limit=limit, where=where, payload_keys=())
 
     # Each space embeds the query and searches in a thread of its own: the models and the store drop the GIL,
     # so a search waits for its slowest model (e5) instead of all three in turn.
     names = [*(embedding_set.spaces if spaces is None else spaces), *([LEXICAL] if sparse else [])]
     rankings: dict[str, Ranking] = {}
-    payloads: dict[str, dict[str, Any]] = {}
     for name, hits in zip(names, in_parallel(names, ranking), strict=True):
         rankings[name] = [(hit.id, hit.score) for hit in hits]
-        payloads.update((hit.id, hit.payload) for hit in hits)
+    # The payload fusion reads is fetched once per candidate, not with every signal's hits: most candidates
+    # come back from two or more signals (~120 of 250 hits at 10,000 memories; 1.5 ms of CPU per search).
+    found = list(dict.fromkeys(point_id for ranking in rankings.values() for point_id, _ in ranking))
+    fetched = {hit.id: hit.payload for hit in store.retrieve(collection, found, payload_keys=FUSION_KEYS)}
+    # A point deleted since the signals found it stays a candidate without terms: the database drops it.
+    payloads = {point_id: fetched.get(point_id, {}) for point_id in found}
     frequency: dict[str, int] = {}
     total = 0
     if sparse:

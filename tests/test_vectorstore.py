@@ -599,6 +599,15 @@ def test_search_can_return_only_some_payload_keys(filled: VectorStore) -> None:
         payload_keys=["importance"],
     )
     assert [hit.payload for hit in hits] == [{"importance": 0.9}, {"importance": 0.5}]
+    no_payload = filled.search("memories", using="dense", vector=[1, 0, 0, 0], limit=2, payload_keys=())
+    assert [hit.payload for hit in no_payload] == [{}, {}]
+
+
+def test_retrieve_can_return_only_some_payload_keys(filled: VectorStore) -> None:
+    # Fusion reads two keys of each candidate's payload, once per candidate (core.hybrid.gather).
+    hits = filled.retrieve("memories", [C, A], payload_keys=["importance"])
+    assert [(hit.id, hit.payload) for hit in hits] == [(C, {"importance": 0.5}), (A, {"importance": 0.9})]
+    assert [hit.payload for hit in filled.retrieve("memories", [A], payload_keys=())] == [{}]
 
 
 def test_edge_flushes_written_collections_in_the_background_not_on_every_write(

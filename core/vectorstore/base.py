@@ -253,6 +253,13 @@ def _parse_condition(key: str, spec: Any) -> Condition:
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+def payload_selector(payload_keys: Sequence[str] | None) -> bool | list[str]:
+    """`with_payload` for both clients: the whole payload (None), only these keys, or none at all (no keys)."""
+    if payload_keys is None:
+        return True
+    return list(payload_keys) or False
+
+
 def normalize_id(point_id: Any) -> str:
     """Canonical UUID text, so ids compare equal whatever backend returns them."""
     if isinstance(point_id, str) and _CANONICAL_UUID.fullmatch(point_id):
@@ -368,9 +375,16 @@ class VectorStore(ABC):
         """
 
     @abstractmethod
-    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
-        """Points by id in the order asked, with payload and score 0.0 (and their dense vectors when asked: for
-        checking points against their rows); missing ids are omitted."""
+    def retrieve(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        *,
+        with_vectors: bool = False,
+        payload_keys: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Points by id in the order asked, with payload (only `payload_keys` of it when given) and score 0.0
+        (and their dense vectors when asked: for checking points against their rows); missing ids are omitted."""
 
     @abstractmethod
     def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:

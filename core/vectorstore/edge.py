@@ -47,6 +47,7 @@ from .base import (
     normalize_id,
     order_hits,
     parse_where,
+    payload_selector,
     require_where,
 )
 from .edge_root import SHARD_CONFIG, OpenRoot, acquire, edge_error, release
@@ -278,21 +279,30 @@ class EdgeVectorStore(VectorStore):
             limit=limit,
             query=qe.Query.Nearest(query_vector, using=using),
             filter=_edge_filter(where),
-            with_payload=True if payload_keys is None else list(payload_keys),
+            with_payload=payload_selector(payload_keys),
             with_vector=False,
         )
         with self._errors(collection, "search"), self._entry(collection).reading() as shard:
             found = shard.query(request)
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
-    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+    def retrieve(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        *,
+        with_vectors: bool = False,
+        payload_keys: Sequence[str] | None = None,
+    ) -> list[Hit]:
         point_ids = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
         with self._errors(collection, "retrieve points"), self._entry(collection).reading() as shard:
             # The cast: the stubs ask for list[PointId] (invariant) where any list of ids does.
             records = shard.retrieve(
-                cast("list[qe.PointId]", point_ids), with_payload=True, with_vector=with_vectors
+                cast("list[qe.PointId]", point_ids),
+                with_payload=payload_selector(payload_keys),
+                with_vector=with_vectors,
             )
         found = {
             normalize_id(r.id): Hit(

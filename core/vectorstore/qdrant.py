@@ -40,6 +40,7 @@ from .base import (
     normalize_id,
     order_hits,
     parse_where,
+    payload_selector,
     require_where,
 )
 
@@ -197,18 +198,28 @@ class QdrantServerStore(VectorStore):
                 using=using,
                 query_filter=flt,
                 limit=limit,
-                with_payload=True if payload_keys is None else list(payload_keys),
+                with_payload=payload_selector(payload_keys),
                 with_vectors=False,
             )
         return [Hit(normalize_id(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
 
-    def retrieve(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+    def retrieve(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        *,
+        with_vectors: bool = False,
+        payload_keys: Sequence[str] | None = None,
+    ) -> list[Hit]:
         point_ids: list[Any] = [normalize_id(i) for i in ids]
         if not point_ids:
             return []
         with self._errors(collection):
             records = self._client.retrieve(
-                self.name(collection), ids=point_ids, with_payload=True, with_vectors=with_vectors
+                self.name(collection),
+                ids=point_ids,
+                with_payload=payload_selector(payload_keys),
+                with_vectors=with_vectors,
             )
         found = {
             normalize_id(r.id): Hit(
