@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, Q, Value
+from django.db.models import Count, F, Value
 from django.db.models.functions import StrIndex
 
 from memories.entities import Extraction, Mention, ModelMentions, entity_key, extract
@@ -35,18 +35,32 @@ def link_entities(
     extraction.mentions += [mention for mention in known if mention.key not in found]
     old_entity_ids = set(memory.entity_links.values_list("entity_id", flat=True))
     memory.entity_links.all().delete()
+    named = extraction.mentions[:MAX_ENTITIES_PER_MEMORY]
+    # The entities the user has and the relations among them are read once, not once per mention and per pair
+    # (an add wrote ~60 statements, half of them these reads); each change is still written (and mirrored) alone.
+    known_entities = {
+        entity.key: entity
+        for entity in Entity.objects.filter(user=memory.user, key__in={mention.key for mention in named})
+    }
     entities: dict[str, Entity] = {}
-    for mention in extraction.mentions[:MAX_ENTITIES_PER_MEMORY]:
-        entity, _ = Entity.objects.get_or_create(
-            user=memory.user,
-            key=mention.key,
-            defaults={"name": mention.name, "entity_type": mention.entity_type},
-        )
-        MemoryEntity.objects.get_or_create(memory=memory, entity=entity, defaults={"mention": mention.name})
+    links = []
+    for mention in named:
+        if mention.key in entities:
+            continue  # named twice: one link, with its first spelling
+        entity = known_entities.get(mention.key)
+        if entity is None:
+            entity, _ = Entity.objects.get_or_create(
+                user=memory.user,
+                key=mention.key,
+                defaults={"name": mention.name, "entity_type": mention.entity_type},
+            )
         entities[mention.key] = entity
+        links.append(MemoryEntity(memory=memory, entity=entity, mention=mention.name))
+    MemoryEntity.objects.bulk_create(links)  # the memory's links were all deleted above: each is new
     linked = list(entities.values())
+    between = _Relations(memory, linked)
     for source, target, relation_type in graph_edges(extraction, list(entities)):
-        _strengthen(memory, entities[source], entities[target], relation_type)
+        between.strengthen(entities[source], entities[target], relation_type)
     refresh_entity_frequencies(old_entity_ids | {entity.pk for entity in linked})
     return linked
 
@@ -92,27 +106,49 @@ def _known_entities_in(memory: Memory) -> list[Mention]:
     return mentions
 
 
-def _strengthen(memory: Memory, source: Entity, target: Entity, relation_type: str) -> None:
-    between = Relation.objects.filter(
-        Q(source=source, target=target) | Q(source=target, target=source), user=memory.user
-    )
-    if relation_type == "CO_OCCURS":
-        if between.exclude(relation_type="CO_OCCURS").exists():
-            return  # the pair already has its typed edge: one edge per pair
-    else:
-        for co_occurrence in between.filter(relation_type="CO_OCCURS"):
-            co_occurrence.delete()  # a typed edge replaces it (delete(), so the graph mirror hears of it)
-    relation, created = Relation.objects.get_or_create(
-        user=memory.user,
-        source=source,
-        target=target,
-        relation_type=relation_type,
-        defaults={"evidence": memory, "strength": 0.5 if relation_type == "CO_OCCURS" else 0.7},
-    )
-    if not created:
+class _Relations:
+    """The relations among one memory's entities, read in one query, and strengthened by its edges: one edge per
+    pair, a typed relation replacing the pair's co-occurrence."""
+
+    def __init__(self, memory: Memory, entities: Sequence[Entity]) -> None:
+        self.memory = memory
+        ids = [entity.pk for entity in entities]
+        self.of_pair: dict[frozenset[Any], list[Relation]] = {}
+        for relation in Relation.objects.filter(user=memory.user, source_id__in=ids, target_id__in=ids):
+            self.of_pair.setdefault(frozenset((relation.source_id, relation.target_id)), []).append(relation)
+
+    def strengthen(self, source: Entity, target: Entity, relation_type: str) -> None:
+        pair = self.of_pair.setdefault(frozenset((source.pk, target.pk)), [])
+        if relation_type == "CO_OCCURS":
+            if any(relation.relation_type != "CO_OCCURS" for relation in pair):
+                return  # the pair already has its typed edge: one edge per pair
+        else:
+            for co_occurrence in [relation for relation in pair if relation.relation_type == "CO_OCCURS"]:
+                co_occurrence.delete()  # a typed edge replaces it (delete(), so the graph mirror hears of it)
+                pair.remove(co_occurrence)
+        relation = next(
+            (
+                relation
+                for relation in pair
+                if (relation.source_id, relation.target_id, relation.relation_type)
+                == (source.pk, target.pk, relation_type)
+            ),
+            None,
+        )
+        if relation is None:
+            relation, created = Relation.objects.get_or_create(
+                user=self.memory.user,
+                source=source,
+                target=target,
+                relation_type=relation_type,
+                defaults={"evidence": self.memory, "strength": 0.5 if relation_type == "CO_OCCURS" else 0.7},
+            )
+            pair.append(relation)
+            if created:
+                return
         relation.frequency += 1
         relation.strength = min(1.0, relation.strength + 0.1)
-        relation.evidence = memory
+        relation.evidence = self.memory
         relation.save(update_fields=["frequency", "strength", "evidence", "updated_at"])
 
 
