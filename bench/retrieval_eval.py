@@ -58,6 +58,7 @@ CANDIDATE_MODELS = "minilm+use+e5+bge_zh+bge_en"
 MODEL_SETS = (
     "minilm+use+e5+bge_zh+bge_en",
     "minilm+use+bge_zh+bge_en",
+    "minilm+use+bge_zh",
     "use+bge_zh+bge_en",
     "use+e5+bge_zh+bge_en",
     "minilm+use+e5",
@@ -72,7 +73,12 @@ FUSION = {
     "model_weights": ({}, {"e5": 2.0}, {"use": 0.5}, {"e5": 2.0, "use": 0.5}),
 }
 SHAPING = {"graph_weight": (0.0, 0.5, 1.0), "recency_weight": (0.0, 0.2), "importance_weight": (0.0, 0.2)}
-FLOORS = (-1e9, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+NO_FLOOR = -1e9
+# The curve shows floors in σ, but none is chosen: a z-score is relative to the query's own candidates, and the
+# best of n stands at most sqrt(n - 1) σ above them (0 for one). Every development store holds 25 texts or more,
+# where 0.5 σ cut 0.5 % of the answers; in a store of one fact it cut the answer itself ("What is my job?" got
+# nothing). The models' noise floors are raw cosines: they mean the same at any size.
+FLOORS = (NO_FLOOR, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 # Each model's noise floor: this quantile of its best cosine for the no-answer questions (None: no noise floors).
 QUANTILES = (None, 0.1, 0.25, 0.5, 0.75, 0.9)
 # The share of answerable questions whose answer the floors may cut: the rule's own tolerance.
@@ -83,7 +89,7 @@ def choose(dev, captured, models, log) -> dict:
     """Every configuration tried and, per set, the one chosen on the others; the final one on all."""
     from core.ranking import RANKING
 
-    start = replace(RANKING, floor=-1e9)
+    start = replace(RANKING, floor=NO_FLOOR)
     log(f"fusion grid for {'+'.join(models)}")
     # A weight for a model outside the set changes nothing: such options are tried once.
     weights: list[dict] = []
@@ -120,8 +126,11 @@ def choose(dev, captured, models, log) -> dict:
         sets = [es for es in dev if es.name in others]
         curves[fold] = rc.floor_curve(sets, free_by_config[key], FLOORS, QUANTILES, sets)
         # The rule lets Mnemo trail its best signal by 0.01: the floors may spend that much of the answers, no
-        # more. Among the points within it, the one that empties the most no-answer questions.
-        within = [row for row in curves[fold] if (row["cut"] or 0.0) <= CUT_BUDGET]
+        # more. Among the points within it (noise floors only, see FLOORS), the one that empties the most
+        # no-answer questions.
+        within = [
+            row for row in curves[fold] if row["floor"] == NO_FLOOR and (row["cut"] or 0.0) <= CUT_BUDGET
+        ]
         best = max(
             within,
             key=lambda row: (

@@ -249,9 +249,11 @@ Chosen with each set left out:
 
 Over every development set with the final configuration's fusion: the floor in σ and the models' noise floors
 (each the given quantile of the model's best cosine for the questions whose answer is not stored). Every point
-that cuts the answer of at most 1 % of the answerable questions (the rule's own tolerance: a floor that costs
-more makes Mnemo lose to a signal that has none) is a candidate; the one that empties the most no-answer
-questions is chosen:
+without a floor in σ that cuts the answer of at most 1 % of the answerable questions (the rule's own tolerance:
+a floor that costs more makes Mnemo lose to a signal that has none) is a candidate; the one that empties the
+most no-answer questions is chosen. A floor in σ is shown, never chosen: a z-score is relative to the query's
+candidates, and the best of n stands at most sqrt(n - 1) σ above them, so in a store of a few memories it would
+cut the answer itself (bench/retrieval_eval.py, FLOORS):
 
 {curve}
 
