@@ -8,8 +8,8 @@ and benchmarks and tests use this module without Django.
 No offline model serves every pair of languages: all-MiniLM-L6-v2 and bge-small-en read English only,
 bge-small-zh Chinese only, multilingual-e5-small reads both but ranks a text in the query's language above a
 better answer in the other, and multilingual USE bridges the languages but is weak on English dialogue. The
-default "local" set (MiniLM, USE, bge-small-zh, bge-small-en: chosen by bench/retrieval_eval.py as the best
-left-out quality within 15 ms of query CPU) stores every vector for every text, and
+default "local" set (MiniLM, USE, bge-small-zh: chosen by bench/retrieval_eval.py as the best left-out quality
+within 15 ms of query CPU; with bge-small-en too it scored lower) stores every vector for every text, and
 :meth:`EmbeddingSet.readers` gives each query-text pair to the models that can read it. A Chinese query still
 finds English texts (and vice versa) through the "use" vector.
 """
@@ -160,7 +160,7 @@ def build_embedding_set(
         # The set bench/retrieval_eval.py chose: the best left-out quality among the sets whose query
         # embeddings cost at most 15 ms of CPU (bench/results/retrieval.md, model_costs.md).
         return EmbeddingSet(
-            [MiniLMEmbedder(), UniversalSentenceEncoder(), BgeSmallZhEmbedder(), BgeSmallEnEmbedder()],
+            [MiniLMEmbedder(), UniversalSentenceEncoder(), BgeSmallZhEmbedder()],
             label="local",
         )
     if kind not in _REMOTE_TYPES:  # "e5", or local models joined by "+" such as "e5+use"

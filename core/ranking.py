@@ -25,8 +25,8 @@ class RankingConfig:
     #: σ added for a text holding all of the query's terms: lexical_weight × coverage ** lexical_power, where
     #: coverage is the IDF-weighted share of the query's terms the text holds (texts in the query's script
     #: only). A power over 1 keeps a partial match on one rare word from counting like a whole match.
-    lexical_weight: float = 30.0
-    lexical_power: float = 3.0
+    lexical_weight: float = 20.0
+    lexical_power: float = 2.0
     #: The lexical part counts in proportion to the share of the cross-lingual models' first this-many hits that
     #: are in the query's script: in a store of two languages, words shared with same-script texts must not
     #: outweigh an answer in the other language, which no lexical match can find.
@@ -40,21 +40,23 @@ class RankingConfig:
     #: two or more are a match.
     lexical_min_terms: int = 2
     #: Fused relevance under which a candidate is not related, only nearest: it is not returned (None: no floor in
-    #: σ; the models' noise floors decide). On the development sets every σ floor that empties a no-answer
-    #: question also cuts more than 1 % of the answers (bench/results/retrieval.md, the no-answer curve).
+    #: σ; the models' noise floors decide). Not set by default: the best of n candidates stands at most
+    #: sqrt(n - 1) σ above them, so in a store of a few memories any floor in σ cuts the answer itself (0.5 σ,
+    #: chosen on the development sets' stores of 25 texts or more, left "What is my job?" unanswered in a
+    #: store of one fact). A caller may still set one.
     floor: float | None = None
     #: σ added to a memory linked to an entity the query names (times hops and how specific the entity is).
     graph_weight: float = 1.0
     #: Graph score by hops from an entity the query names: the entity itself, its neighbours, theirs.
     graph_hops: tuple[float, ...] = (1.0, 0.6, 0.3)
     #: σ added to the newest memory (recency 1/(1 + days), Hello-Agents' decay for working memory).
-    recency_weight: float = 0.0
+    recency_weight: float = 0.2
     #: σ added per unit of importance above 0.5 (importance 0..1).
     importance_weight: float = 0.0
     #: σ taken from a fact that a newer one replaced, when a search asks for those too: history ranks below.
     superseded_penalty: float = 1.0
     #: Per dense model, its weight in the average (a model not named weighs 1).
-    model_weights: dict[str, float] = field(default_factory=dict)
+    model_weights: dict[str, float] = field(default_factory=lambda: {"use": 0.5})
     #: Per dense model, the raw cosine under which it does not call a text related (its noise floor): a text is
     #: returned only when some model that reads it finds it closer, or when it holds every word of the query
     #: (core.hybrid.combine). z-scores are relative to the query's own candidates, so in a small store, or for a
@@ -62,7 +64,7 @@ class RankingConfig:
     #: value is a quantile of the model's best cosine for questions whose answer is not stored, in the
     #: development sets (bench/retrieval_eval.py).
     model_floors: dict[str, float] = field(
-        default_factory=lambda: {"bge_en": 0.4666, "bge_zh": 0.4322, "minilm": 0.1926, "use": 0.178}
+        default_factory=lambda: {"bge_zh": 0.4322, "minilm": 0.1926, "use": 0.1703}
     )
 
     def model_weight(self, name: str) -> float:

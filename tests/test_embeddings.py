@@ -81,7 +81,7 @@ def test_a_chinese_query_finds_an_english_memory(local_set):
 
 def test_vectors_are_unit_float32_rows_of_each_dimension(local_set):
     vectors = local_set.embed_documents(["Alice likes tea.", "李四喜欢喝茶。", ""])
-    assert local_set.dimensions == {"minilm": 384, "use": 512, "bge_zh": 512, "bge_en": 384}
+    assert local_set.dimensions == {"minilm": 384, "use": 512, "bge_zh": 512}
     for space, matrix in vectors.items():
         assert matrix.shape == (3, local_set.dimensions[space])
         assert matrix.dtype == np.float32
@@ -91,7 +91,6 @@ def test_vectors_are_unit_float32_rows_of_each_dimension(local_set):
         "minilm": (384,),
         "use": (512,),
         "bge_zh": (512,),
-        "bge_en": (384,),
     }
 
 
@@ -100,14 +99,13 @@ def test_empty_input_gives_empty_matrices(local_set):
         "minilm": (0, 384),
         "use": (0, 512),
         "bge_zh": (0, 512),
-        "bge_en": (0, 384),
     }
 
 
 def test_very_long_texts_are_truncated_not_fatal(local_set):
     texts = ["memory " * 60_000, "记忆" * 60_000, "x" * 500_000]
     matrices = local_set.embed_documents(texts)
-    assert set(matrices) == {"minilm", "use", "bge_zh", "bge_en"}  # else the loop below checks nothing
+    assert set(matrices) == {"minilm", "use", "bge_zh"}  # else the loop below checks nothing
     for matrix in matrices.values():
         assert matrix.shape[0] == 3
         np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
@@ -283,8 +281,7 @@ def test_cjk_ratio():
 
 def test_describe_names_models_without_loading_them():
     assert build_embedding_set().describe() == (
-        "local: minilm (384-d, onnx int8) + use (512-d) + bge_zh (512-d, bge-small-zh-v1.5 int8) + bge_en (384-d, "
-        "bge-small-en-v1.5 int8)"
+        "local: minilm (384-d, onnx int8) + use (512-d) + bge_zh (512-d, bge-small-zh-v1.5 int8)"
     )
 
 

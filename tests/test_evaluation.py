@@ -130,7 +130,7 @@ def test_a_run_scores_a_hand_made_case_exactly(user, memories):
     assert run.summary["by_type"]["semantic"]["hit_at_1"] == pytest.approx(1 / 2)
     # Each signal alone: every one finds the two quoted memories first and cannot find the archived one; a dense
     # signal ranks every point, so only the empty namespace gives "nothing" for a no-answer question.
-    assert set(run.summary["by_signal"]) == {"minilm", "use", "bge_zh", "bge_en", "lexical"}
+    assert set(run.summary["by_signal"]) == {"minilm", "use", "bge_zh", "lexical"}
     for signal in run.summary["by_signal"].values():
         assert signal["hit_at_1"] == pytest.approx(2 / 3)
         assert signal["no_answer_empty"] == pytest.approx(1 / 2)

@@ -3,9 +3,11 @@
 import contextlib
 import io
 import math
+from dataclasses import replace
 
 from django.test import TestCase
 
+from core.ranking import RANKING
 from core.text import lexical_terms, query_words
 from memories.actions.write import memory_create
 from memories.entities import name_keys
@@ -39,6 +41,14 @@ def test_a_match_on_one_common_word_does_not_outrank_a_paraphrase(user):
     )
 
 
+def test_a_store_of_one_fact_answers_with_it(user):
+    # One candidate stands 0 σ above the others (the best of n at most sqrt(n - 1) σ): no floor in σ applies, the
+    # models' noise floors decide. With 0.5 σ (the development sets' choice) this question got nothing.
+    add(user, "The user works as a nurse at the city hospital.")
+    assert top(user, "What is my job?") == ["The user works as a nurse at the city hospital."]
+    assert top(user, "weather on Mars tomorrow") == []
+
+
 def test_a_common_chinese_word_does_not_outrank_a_paraphrase(user):
     add(
         user,
@@ -60,7 +70,10 @@ def test_a_name_on_every_memory_does_not_lift_them_all(user):
         "Ana Silva is allergic to cats.",
         "Ana Silva drives a blue Fiat.",
     )
-    hits = search_memories(user=user, query="Who is Ana Silva's boss?").hits
+    # Without the σ floor, which returns only the answer: the lift is measured on every memory.
+    hits = search_memories(
+        user=user, query="Who is Ana Silva's boss?", config=replace(RANKING, floor=None)
+    ).hits
     assert hits[0].memory == memories[0]
     # Her name is on every memory (spaCy reads the first as "Ana" and "Silva", so "Ana Silva" is on four of
     # the five): it lifts each by at most the specificity of a name on four of five, log(1 + 5/4) / log 6,
@@ -277,7 +290,10 @@ def test_fusion_is_the_mean_of_each_readers_z_score_plus_the_bounded_lexical_par
     from core.ranking import RankingConfig
 
     # One word of two is enough here (lexical_min_terms=1): the formula, not the two-word rule, is under test.
-    config = RankingConfig(lexical_weight=2.0, lexical_power=1.0, lexical_min_terms=1, floor=0.0)
+    # Every model weighs 1 here (model_weights={}): the plain mean is under test, not the shipped weights.
+    config = RankingConfig(
+        lexical_weight=2.0, lexical_power=1.0, lexical_min_terms=1, floor=0.0, model_weights={}
+    )
     found = signals(
         "cello lessons",
         {"minilm": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "use": [("a", 0.4), ("b", 0.4), ("c", 0.1)]},
@@ -306,7 +322,7 @@ def test_a_rare_word_shared_with_an_unrelated_text_does_not_outrank_a_twice_as_s
     crowd = [(f"t{i}", 0.15 + 0.01 * (i % 5)) for i in range(20)]
     found = signals(
         "Who does Maren report to these days?",
-        {name: [("paraphrase", 0.62), ("wrong", 0.31), *crowd] for name in ("minilm", "use", "bge_en")},
+        {name: [("paraphrase", 0.62), ("wrong", 0.31), *crowd] for name in ("minilm", "use")},
         terms={"wrong": ["7"]},
         frequency={"7": 1, "8": 22},
         total=22,
@@ -391,13 +407,13 @@ def test_each_text_is_scored_only_by_the_models_that_read_both_languages():
         {
             "minilm": [("en", 0.7), ("zh", 0.9)],  # MiniLM's cosine with a Chinese text is noise
             "use": [("en", 0.4), ("zh", 0.5), ("other", 0.1)],
-            "bge_en": [("en", 0.85), ("zh", 0.95)],
+            "bge_zh": [("en", 0.85), ("zh", 0.95)],  # bge-small-zh reads no English query
         },
         cjk={"zh"},
     )
     evidence = hybrid.fuse([found], RankingConfig(lexical_weight=0.0)).evidence
     assert set(evidence["zh"].similarities) == {"use"}  # only the cross-lingual model reads the pair
-    assert set(evidence["en"].similarities) == {"minilm", "use", "bge_en"}
+    assert set(evidence["en"].similarities) == {"minilm", "use"}
 
 
 def test_words_shared_with_same_script_texts_count_as_far_as_the_answers_are_in_that_script():
