@@ -23,6 +23,9 @@ from retrieval_capture import LIMIT, Captured, CapturedUnit
 
 BOOTSTRAP = 1000
 MNEMO = "Mnemo"
+# "No floor in σ" in the benchmark's configurations (RANKING says None): a floor no relevance reaches, so the
+# floor curve can compare and sort it with the others.
+NO_FLOOR = -1e9
 PLAIN = "plain sum"
 
 
@@ -222,7 +225,7 @@ def free_replay(kind: str, item: Captured, config, models=None) -> list[Returned
     from core import hybrid
     from memories.scoring import rank
 
-    free = replace(config, floor=-1e9, model_floors={})
+    free = replace(config, floor=NO_FLOOR, model_floors={})
     scaled = _scaled(item, free, models)
     evidence = hybrid.combine(scaled, free)
     every_word = {pid: candidate.holds_every_word for pid, candidate in scaled.candidates.items()}

@@ -73,12 +73,11 @@ FUSION = {
     "model_weights": ({}, {"e5": 2.0}, {"use": 0.5}, {"e5": 2.0, "use": 0.5}),
 }
 SHAPING = {"graph_weight": (0.0, 0.5, 1.0), "recency_weight": (0.0, 0.2), "importance_weight": (0.0, 0.2)}
-NO_FLOOR = -1e9
 # The curve shows floors in σ, but none is chosen: a z-score is relative to the query's own candidates, and the
 # best of n stands at most sqrt(n - 1) σ above them (0 for one). Every development store holds 25 texts or more,
 # where 0.5 σ cut 0.5 % of the answers; in a store of one fact it cut the answer itself ("What is my job?" got
 # nothing). The models' noise floors are raw cosines: they mean the same at any size.
-FLOORS = (NO_FLOOR, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+FLOORS = (rc.NO_FLOOR, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 # Each model's noise floor: this quantile of its best cosine for the no-answer questions (None: no noise floors).
 QUANTILES = (None, 0.1, 0.25, 0.5, 0.75, 0.9)
 # The share of answerable questions whose answer the floors may cut: the rule's own tolerance.
@@ -89,7 +88,7 @@ def choose(dev, captured, models, log) -> dict:
     """Every configuration tried and, per set, the one chosen on the others; the final one on all."""
     from core.ranking import RANKING
 
-    start = replace(RANKING, floor=NO_FLOOR)
+    start = replace(RANKING, floor=rc.NO_FLOOR)
     log(f"fusion grid for {'+'.join(models)}")
     # A weight for a model outside the set changes nothing: such options are tried once.
     weights: list[dict] = []
@@ -129,7 +128,7 @@ def choose(dev, captured, models, log) -> dict:
         # more. Among the points within it (noise floors only, see FLOORS), the one that empties the most
         # no-answer questions.
         within = [
-            row for row in curves[fold] if row["floor"] == NO_FLOOR and (row["cut"] or 0.0) <= CUT_BUDGET
+            row for row in curves[fold] if row["floor"] == rc.NO_FLOOR and (row["cut"] or 0.0) <= CUT_BUDGET
         ]
         best = max(
             within,

@@ -204,7 +204,7 @@ def report(sets, dev, captured, choices, embedding_set, skipped, started_at, t_s
     curve = markdown(
         ["floor (σ)", "noise floors (quantile)", "no-answer questions returning nothing",
          "answerable questions whose answer is cut"],
-        [[f"{r['floor']:g}" if r["floor"] > -1e8 else "none",
+        [[f"{r['floor']:g}" if r["floor"] != rc.NO_FLOOR else "none",
           "none" if r["quantile"] is None else f"{r['quantile']:g}: "
           + ", ".join(f"{k} {v:.3f}" for k, v in r["model_floors"].items()),
           _fmt(r["empty"]), _fmt(r["cut"])]
