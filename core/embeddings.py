@@ -71,7 +71,7 @@ class EmbeddingSet:
             known = {text: self._recent[text] for text in texts if text in self._recent}
         missing = list(dict.fromkeys(text for text in texts if text not in known))
         if missing:
-            # Side by side, like a query's (core.hybrid.gather): an add waits for e5, not for all three models.
+            # Side by side, like a query's (core.hybrid.gather): an add waits for its slowest model, not for all of them.
             names = list(self.spaces)
             rows = in_parallel(names, lambda name: self.spaces[name].embed(missing))
             fresh = dict(zip(names, rows, strict=True))

@@ -155,7 +155,7 @@ def gather(
         return store.search(collection, using=space, vector=vector, limit=limit, where=where, payload_keys=())
 
     # Each space embeds the query and searches in a thread of its own: the models and the store drop the GIL,
-    # so a search waits for its slowest model (e5) instead of all three in turn.
+    # so a search waits for its slowest model instead of all of them in turn.
     names = [*(embedding_set.spaces if spaces is None else spaces), *([LEXICAL] if sparse else [])]
     rankings: dict[str, Ranking] = {}
     for name, hits in zip(names, in_parallel(names, ranking), strict=True):
