@@ -77,24 +77,29 @@ def _cpu_times() -> tuple[int, int]:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def _server_seconds(server_pid: int) -> float:
+    """CPU seconds of the gunicorn master and its workers."""
+    pids = [server_pid]
+    try:
+        children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+        pids += [int(child) for child in children]
+    except OSError:
+        pass
+    seconds = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            seconds += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return seconds
+
+
 def _own_seconds(server_pid: int | None) -> float:
     """CPU seconds of this process, its finished children, and the gunicorn master and workers."""
     times = os.times()
     seconds = times.user + times.system + times.children_user + times.children_system
-    if server_pid:
-        pids = [server_pid]
-        try:
-            children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
-            pids += [int(child) for child in children]
-        except OSError:
-            pass
-        for pid in pids:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                seconds += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
-            except (OSError, IndexError, ValueError):
-                pass
-    return seconds
+    return seconds + (_server_seconds(server_pid) if server_pid else 0.0)
 
 
 class CpuMeter:
@@ -781,6 +786,20 @@ def wait_for_pass(data_dir: Path, seen: int, state: str, limit_s: float) -> dict
         time.sleep(0.5)
 
 
+def load_indexed(server: Server, client: Client, items: list[dict], limit_s: float = 1800) -> dict | None:
+    """Bulk-load `items` into the embedded stack, then wait for the background optimization the load makes due
+    (core/vectorstore/optimizer.py: the server starts it once the store has been quiet for a while) and return
+    its record, or None if none came (too few points). Until that pass the new points are searched exactly, one
+    by one: a server that has been up a while serves an indexed store, and a load phase that starts at once
+    would keep the store busy, so the pass would never come and every search would cost what an unindexed
+    store costs (57 against ~48 ms of CPU at 10,000 memories)."""
+    client.bulk(items)
+    seen = passes_before_now(server.data_dir)
+    if wait_for_pass(server.data_dir, seen, "started", 180) is None:
+        return None
+    return wait_for_pass(server.data_dir, seen, "done", limit_s)
+
+
 def timed_searches(client: Client, queries: list[str]) -> list[tuple[float, datetime]]:
     """(seconds, UTC time it ended) per query."""
     return [(client.search(q, limit=10)[1], datetime.now(UTC)) for q in queries]
@@ -1022,8 +1041,8 @@ Passes come from the store's own log (`<data dir>/qdrant-edge/.optimize-log.json
 
 ## Reading
 
-- Targets: p95 < 50 ms at 10,000 memories and < 100 ms at 100,000. Measured p95 {p95:.1f} ms at {sizes[-1]:,}
-  ({"met" if p95 < (50 if sizes[-1] <= 10_000 else 100) else "NOT met"}). p50 grows {pct(big, 50) / pct(results[sizes[0]]["ms"], 50):.2f}× from
+- Targets (issue 36): p95 < 50 ms at 10,000 memories and < 60 ms at 100,000. Measured p95 {p95:.1f} ms at
+  {sizes[-1]:,} ({"met" if p95 < (50 if sizes[-1] <= 10_000 else 60) else "NOT met"}). p50 grows {pct(big, 50) / pct(results[sizes[0]]["ms"], 50):.2f}× from
   {sizes[0]:,} to {sizes[-1]:,} memories.
 - In-process the whole call takes p50 {inproc_p50:.1f} ms (mean {total_inproc:.1f} ms) against {pct(big, 50):.1f} ms
   through HTTP: {overhead}. The largest part is {largest} (p50 {pct(split[largest], 50):.1f} ms).
@@ -1136,7 +1155,8 @@ def _split(args: argparse.Namespace) -> None:
 
 # --- Load: many clients at once ----------------------------------------------------------------------------------
 
-LOAD_TARGETS = {"search": (30.0, 2000.0), "add": (50.0, None)}  # (req/s at least, p95 ms under) from issue 12
+# (req/s at least, p95 ms under): the rates from issue 36, the search p95 from issue 12.
+LOAD_TARGETS = {"search": (40.0, 2000.0), "add": (25.0, None)}
 
 
 def _hammer(server: Server, clients: int, seconds: float, request) -> dict:
@@ -1167,16 +1187,22 @@ def _hammer(server: Server, clients: int, seconds: float, request) -> dict:
             n += 1
 
     began = time.monotonic()
+    server_began = _server_seconds(server.pid)
     threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - began
+    server_cpu = _server_seconds(server.pid) - server_began
     ms = np.array(latencies) * 1000
     return {
         "requests": len(latencies),
         "rate": len(latencies) / elapsed,
+        # How many cores the server kept busy, and its CPU per request: a rate well under what its CPU per
+        # request allows on the machine's cores means its threads wait on each other, not on the cores.
+        "server_cores": server_cpu / elapsed,
+        "server_ms": 1000 * server_cpu / max(len(latencies), 1),
         "p50": pct(ms, 50),
         "p95": pct(ms, 95),
         "errors": len(errors),
@@ -1190,7 +1216,8 @@ def loaded_server(args: argparse.Namespace) -> Iterator[tuple[Server, str]]:
     # As `make run` serves: one gunicorn worker with 8 threads.
     if args.stack == "embedded":
         with mnemo(["load"], threads=8) as server:
-            Client(server, "load").bulk(latency_memories(args.size))
+            if done := load_indexed(server, Client(server, "load"), latency_memories(args.size)):
+                print(f"indexed in the background: {json.dumps(done)}", flush=True)
             yield (
                 server,
                 "the embedded defaults (SQLite, Qdrant Edge, the in-process worker pool, the SQL graph)",
@@ -1244,8 +1271,9 @@ def run_load(args: argparse.Namespace) -> None:
             # The data dir (and its log) goes with the server: say here what the server said about the errors.
             print(server_errors(server.log), flush=True)
     rows = [
-        "| phase | clients | requests | req/s | p50 ms | p95 ms | errors | target |",
-        "|---|---|---|---|---|---|---|---|",
+        "| phase | clients | requests | req/s | p50 ms | p95 ms | errors | server: cores busy / CPU ms per request "
+        "| target |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in phases.items():
         least, p95_under = LOAD_TARGETS[name]
@@ -1253,7 +1281,8 @@ def run_load(args: argparse.Namespace) -> None:
         met = r["rate"] >= least and (p95_under is None or r["p95"] < p95_under) and not r["errors"]
         rows.append(
             f"| {name} | {args.clients} | {r['requests']:,} | {r['rate']:.1f} | {r['p50']:.0f} | {r['p95']:.0f} "
-            f"| {r['errors']} {', '.join(r['kinds'])} | {target}: {'met' if met else 'NOT met'} |"
+            f"| {r['errors']} {', '.join(r['kinds'])} | {r['server_cores']:.2f} / {r['server_ms']:.1f} "
+            f"| {target}: {'met' if met else 'NOT met'} |"
         )
     print("\n".join(rows))
     if args.no_write:
@@ -1266,7 +1295,8 @@ def run_load(args: argparse.Namespace) -> None:
         "left to the worker's sweep). The Celery worker shares the two cores with the server and the clients, "
         "and works through the tasks the added memories queue during the add phase."
         if production
-        else ""
+        else " The clients start once the background optimization the load makes due has indexed the new points "
+        "(core/vectorstore/optimizer.py), as on a server that has been up a while."
     )
     caveat = (
         "\nQdrant here is no Qdrant server (none installs on this machine): every vector call of the server and the "
