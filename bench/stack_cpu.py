@@ -16,7 +16,6 @@ background writers) over the same time is subtracted. Writes bench/results/stack
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -162,12 +161,12 @@ def served_stack(stack: str, size: int, with_neo4j: bool) -> Iterator[tuple[Clie
     if stack == "embedded":
         with mnemo(["cpu"], threads=8) as server:
             client = Client(server, "cpu")
-            if done := load_indexed(server, client, latency_memories(size)):
-                print(f"embedded: indexed in the background: {json.dumps(done)}", flush=True)
+            indexed = load_indexed(server, client, latency_memories(size))
+            print(f"embedded: {indexed}", flush=True)
             yield (
                 client,
                 StackMeter(),
-                "the embedded defaults (SQLite, Qdrant Edge, the in-process worker pool)",
+                f"the embedded defaults (SQLite, Qdrant Edge, the in-process worker pool); {indexed}",
             )
         return
     from production_stack import celery_worker, neo4j_harness, postmaster_pid, production_stack, wait_mirrored
