@@ -1282,6 +1282,17 @@ def run_load(args: argparse.Namespace) -> None:
             "search": _hammer(server, args.clients, args.seconds, search),
             "add": _hammer(server, args.clients, args.seconds, add),
         }
+        # Every acknowledged add stored once: the contents are distinct, so the memories holding the add phase's
+        # prefix must number the adds answered with success (more would be a retried or unanswered add stored).
+        listed = requests.get(
+            url + "/",
+            params={"q": "Load client ", "limit": 1},
+            headers={"X-API-Key": server.keys["load"]},
+            timeout=120,
+        )
+        listed.raise_for_status()
+        acknowledged = phases["add"]["requests"] - phases["add"]["errors"]
+        stored = listed.json()["count"]
         if any(r["errors"] for r in phases.values()):
             # The data dir (and its log) goes with the server: say here what the server said about the errors.
             print(server_errors(server.log), flush=True)
@@ -1299,7 +1310,11 @@ def run_load(args: argparse.Namespace) -> None:
             f"| {r['errors']} {', '.join(r['kinds'])} | {r['server_cores']:.2f} / {r['server_ms']:.1f} "
             f"| {target}: {'met' if met else 'NOT met'} |"
         )
-    print("\n".join(rows))
+    stored_line = (
+        f"Adds answered with success: {acknowledged:,}; memories the add phase stored: {stored:,} "
+        f"({'each acknowledged add stored once' if stored == acknowledged else 'NOT one per acknowledged add'})."
+    )
+    print("\n".join(rows), stored_line, sep="\n")
     if args.no_write:
         return
     production = args.stack == "production"
@@ -1339,6 +1354,8 @@ client-side wall time per request; an error is any status >= 400 or a failed con
 ## Results
 
 {chr(10).join(rows)}
+
+{stored_line}
 
 The client threads run on the same two cores as the server, so the figures are a floor for the server alone.{caveat}
 """
