@@ -922,7 +922,10 @@ def run_latency(args: argparse.Namespace) -> None:
         split = profile_split(data_dir, queries, args.warmup)
         split_busy, split_others = meter.read()
     finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+        if args.keep_data:
+            print(f"The data dir is kept (--keep-data): {data_dir}", flush=True)
+        else:
+            shutil.rmtree(data_dir, ignore_errors=True)
     info_after = load()
 
     table = [
@@ -1377,6 +1380,11 @@ def main() -> None:
     latency.add_argument("--queries", type=int, default=250, help="timed queries per size (after warm-up)")
     latency.add_argument("--warmup", type=int, default=10)
     latency.add_argument("--no-write", action="store_true")
+    latency.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="keep the server's data dir (its log, the optimizer's passes, the store) to look into a result",
+    )
     latency.add_argument(
         "--optimize-start-wait",
         type=float,
