@@ -792,9 +792,8 @@ def load_indexed(server: Server, client: Client, items: list[dict], limit_s: flo
 
     A pass may run during the load (a bulk call embeds for a while before it writes, and the store is quiet
     meanwhile); the points written after it are left to a pass after the load, which comes only if they are due
-    by the optimizer's own rule. Without this wait a load phase that starts at once keeps the store busy, the pass
-    never comes, and every search scans the new points one by one (stack_cpu's 57 ms of CPU per search against
-    ~48 on an indexed store)."""
+    by the optimizer's own rule. Without this wait a load phase that starts at once keeps the store busy, a pass
+    that is due never comes, and every search scans the new points one by one."""
     before = len(optimizer_passes(server.data_dir))
     client.bulk(items)
     seen = passes_before_now(server.data_dir)
