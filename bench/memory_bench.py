@@ -786,6 +786,21 @@ def wait_for_pass(data_dir: Path, seen: int, state: str, limit_s: float) -> dict
         time.sleep(0.5)
 
 
+def after_load(
+    data_dir: Path, passes_before_load: int, seen: int, size: int, indexed_before: int = 0
+) -> tuple[list[dict], int, bool]:
+    """After a bulk load that brought the collection to `size` points: the passes done while it ran, about how many
+    points no pass indexed, and whether a pass is due for them by the optimizer's own rule
+    (core/vectorstore/optimizer.py). A pass starts whenever the store has been quiet for a while, and a bulk call
+    embeds for a minute before it writes, so one may run during the load and index what the store held then; one
+    that began before this load indexed no more than the earlier loads held (`indexed_before`)."""
+    in_load = [
+        record for record in optimizer_passes(data_dir)[passes_before_load:seen] if record["state"] == "done"
+    ]
+    unindexed = size - max([indexed_before, *(record["points"] for record in in_load[-1:])])
+    return in_load, unindexed, unindexed >= MIN_UNINDEXED_POINTS and unindexed / size >= UNINDEXED_SHARE
+
+
 def load_indexed(server: Server, client: Client, items: list[dict], limit_s: float = 1800) -> str:
     """Bulk-load `items` into a fresh embedded server and let the background optimization index them, as on a
     server that has been up a while (core/vectorstore/optimizer.py); returns how the points stand, for the report.
@@ -797,11 +812,8 @@ def load_indexed(server: Server, client: Client, items: list[dict], limit_s: flo
     before = len(optimizer_passes(server.data_dir))
     client.bulk(items)
     seen = passes_before_now(server.data_dir)
-    during = [
-        record for record in optimizer_passes(server.data_dir)[before:seen] if record["state"] == "done"
-    ]
-    unindexed = len(items) - max([0, *(record["points"] for record in during[-1:])])
-    if unindexed < MIN_UNINDEXED_POINTS or unindexed / len(items) < UNINDEXED_SHARE:
+    during, unindexed, due = after_load(server.data_dir, before, seen, len(items))
+    if not due:
         return (
             f"{len(during)} background optimization pass(es) ran during the load; the {unindexed:,} points "
             "written after the last are too few for another (the optimizer's rule), and are searched one by one"
@@ -863,17 +875,9 @@ def run_latency(args: argparse.Namespace) -> None:
             index_s = time.perf_counter() - began
             rate = (size - indexed) / index_s
             indexed_before, indexed = indexed, size
-            # Due by the optimizer's own rule (core/vectorstore/optimizer.py), counting the loaded points unindexed,
-            # except those a pass indexed while the load ran (it starts whenever the store has been quiet for a
-            # while, and a bulk call embeds for a minute before it writes).
-            in_load = [
-                record
-                for record in optimizer_passes(server.data_dir)[passes_before_load:seen]
-                if record["state"] == "done"
-            ]
-            # (A pass that began before this load indexed no more than the earlier loads held.)
-            unindexed = size - max([indexed_before, *(record["points"] for record in in_load[-1:])])
-            due = unindexed >= MIN_UNINDEXED_POINTS and unindexed / size >= UNINDEXED_SHARE
+            in_load, unindexed, due = after_load(
+                server.data_dir, passes_before_load, seen, size, indexed_before
+            )
             optimizing = search_during_pass(server, client, queries, seen, due, args)
             if optimizing:
                 record = optimizing["pass"]

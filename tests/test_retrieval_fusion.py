@@ -70,7 +70,8 @@ def test_a_name_on_every_memory_does_not_lift_them_all(user):
         "Ana Silva is allergic to cats.",
         "Ana Silva drives a blue Fiat.",
     )
-    # Without the σ floor, which returns only the answer: the lift is measured on every memory.
+    # Without a floor in σ whatever the default (RANKING has none now): one would return only the answer, and the
+    # lift is measured on every memory.
     hits = search_memories(
         user=user, query="Who is Ana Silva's boss?", config=replace(RANKING, floor=None)
     ).hits
