@@ -4,10 +4,15 @@ Without them SQLite guesses that any index narrows a query down, and picks badly
 (150 memories by primary key, current ones only) walked the whole `superseded_by IS NULL` index instead, 6 ms
 of SQL instead of 0.3 ms at 10,000 memories. ANALYZE fills sqlite_stat1; this runs it on a table whose row count
 has moved well away from the one its statistics were taken at. `PRAGMA analysis_limit` bounds its cost at any
-size (each index is sampled, not read whole). PostgreSQL's autovacuum keeps its own statistics: nothing to do.
+size (each index is sampled, not read whole). Other connections of the process read the new statistics from
+their next request or task on (core/sqlite/base.py: a connection reads them only when it opens). PostgreSQL's
+autovacuum keeps its own statistics: nothing to do.
 """
 
-from django.db import connection
+from django.db import connection as default_connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from core.sqlite.base import planner_statistics_retaken
 
 # Rows sampled per index (SQLite's own suggestion is 100 to 1,000); ~30 ms for every table at 10,000 memories.
 ANALYSIS_LIMIT = 1000
@@ -15,7 +20,7 @@ ANALYSIS_LIMIT = 1000
 MIN_ROWS = 100
 
 
-def refresh_planner_statistics() -> list[str]:
+def refresh_planner_statistics(connection: BaseDatabaseWrapper = default_connection) -> list[str]:
     """ANALYZE the tables whose statistics are missing or stale; returns their names."""
     if connection.vendor != "sqlite":
         return []
@@ -39,6 +44,8 @@ def refresh_planner_statistics() -> list[str]:
             cursor.execute(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
             for table in stale:
                 cursor.execute(f"ANALYZE {quote(table)}")
+    if stale:
+        planner_statistics_retaken(str(connection.settings_dict["NAME"]))
     return stale
 
 

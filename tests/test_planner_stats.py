@@ -3,6 +3,8 @@ and what they are for: a search's candidate query reads its memories by primary 
 
 import pytest
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.utils import ConnectionHandler
 from django.utils import timezone
 
 from core.planner_stats import MIN_ROWS, refresh_planner_statistics
@@ -61,3 +63,44 @@ def test_with_statistics_a_searchs_candidates_are_read_by_primary_key(user, othe
 
     plan = candidate_plan(user, ids)
     assert "(id=?)" in plan and "superseded_by" not in plan, plan
+
+
+def file_connection(path) -> BaseDatabaseWrapper:
+    """A connection of its own to the SQLite file `path`, as a server thread holds one (core.sqlite)."""
+    settings = {"ENGINE": "core.sqlite", "NAME": path, "CONN_MAX_AGE": None}  # kept open, as settings.py does
+    return ConnectionHandler({"default": settings})["default"]
+
+
+def plan(connection: BaseDatabaseWrapper) -> str:
+    with connection.cursor() as cursor:
+        query = "EXPLAIN QUERY PLAN SELECT id FROM ticket WHERE state = 1 AND team = 1"
+        return " ".join(row[-1] for row in cursor.execute(query).fetchall())
+
+
+def test_a_connection_opened_before_the_statistics_plans_with_them_from_its_next_request(tmp_path):
+    path = tmp_path / "planned.sqlite3"
+    serving, refreshing = file_connection(path), file_connection(path)
+    with serving.cursor() as cursor:
+        cursor.execute("CREATE TABLE ticket (id INTEGER PRIMARY KEY, state INTEGER, team INTEGER)")
+        cursor.execute("CREATE INDEX ticket_state ON ticket (state)")
+        cursor.execute("CREATE INDEX ticket_team ON ticket (team)")
+        # Two teams, a thousand states: the state narrows a query down, the team does not.
+        cursor.executemany(
+            "INSERT INTO ticket (state, team) VALUES (%s, %s)", [(i % 1000, i % 2) for i in range(20_000)]
+        )
+    try:
+        assert "ticket_team" in plan(serving)  # no statistics: SQLite guesses
+
+        assert refresh_planner_statistics(refreshing) == ["ticket"]
+        assert "ticket_state" in plan(refreshing)
+        # SQLite does not tell the serving thread's open connection: it would plan with its guess for ever.
+        assert "ticket_team" in plan(serving)
+
+        serving.close_if_unusable_or_obsolete()  # what Django runs as a request or a background task begins
+
+        assert "ticket_state" in plan(serving)
+        serving.close_if_unusable_or_obsolete()
+        assert serving.connection is not None  # closed once per new statistics, not at every request
+    finally:
+        serving.close()
+        refreshing.close()

@@ -9,6 +9,13 @@ transaction); SQLite's own busy timeout still arbitrates with other processes (a
 A writer that has waited MNEMO_SQLITE_BUSY_SECONDS gets SQLite's error, as it would from SQLite.
 
 In-memory databases (the tests') have no file to queue on: they use the backend as it is.
+
+A connection also reads SQLite's planner statistics (sqlite_stat1) once, when it opens, and keeps them: an ANALYZE
+on another connection does not reach it. Django keeps each thread's connection open (CONN_MAX_AGE=None), so a
+server started on a small store planned every request with the statistics of its first minutes, however much the
+store grew. core.planner_stats calls
+`planner_statistics_retaken` after an ANALYZE, and every other connection of this process is closed at its next
+request or task boundary (close_if_unusable_or_obsolete, which Django runs there) and reopens with the new ones.
 """
 
 import re
@@ -55,6 +62,8 @@ class FairLock:
 
 _queues: dict[str, FairLock] = {}
 _queues_lock = threading.Lock()
+# Database file -> how many times this process has retaken its planner statistics.
+_statistics_taken: dict[str, int] = {}
 
 
 def write_queue(name: str) -> FairLock:
@@ -62,18 +71,37 @@ def write_queue(name: str) -> FairLock:
         return _queues.setdefault(name, FairLock())
 
 
+def planner_statistics_retaken(name: str) -> None:
+    """ANALYZE has run on the database file `name`: this process's other connections to it are stale."""
+    with _queues_lock:
+        _statistics_taken[name] = _statistics_taken.get(name, 0) + 1
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     _queue: FairLock | None = None
     _queued = False  # whether this connection holds its place in the queue
+    _statistics_read = 0  # the count in _statistics_taken when this connection opened
 
     _cursor_factory: type = base.SQLiteCursorWrapper
 
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         if not self.is_in_memory_db():
-            self._queue = write_queue(str(self.settings_dict["NAME"]))
+            self._queue = write_queue(self._file())
             self._cursor_factory = _queued_cursor(self)
+            self._statistics_read = _statistics_taken.get(self._file(), 0)
         return connection
+
+    def _file(self) -> str:
+        return str(self.settings_dict["NAME"])
+
+    def close_if_unusable_or_obsolete(self):
+        # An in-memory database lives only as long as its connection: it keeps the statistics it has.
+        stale = not self.is_in_memory_db() and self._statistics_read != _statistics_taken.get(self._file(), 0)
+        if self.connection is not None and stale and not self.in_atomic_block:
+            self.close()  # reopened at its next query, reading the statistics as they are now
+            return
+        super().close_if_unusable_or_obsolete()
 
     def take_turn(self) -> None:
         """Wait for this connection's turn to write (nothing when it holds it already)."""
