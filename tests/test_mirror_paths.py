@@ -260,11 +260,17 @@ def test_entities_and_relations_deleted_by_any_path_leave_no_node_or_edge(
             assert after[0] < before[0] or after[1] < before[1], path  # something was deleted
             assert in_neo4j() == after, path
 
+        # The paths below take entities and relations other than `first`'s (random ids ordered by pk picked both of
+        # its entities now and then, and deleting it then had nothing left to take): the last path needs them.
         def a_relation() -> Relation:
-            return Relation.objects.filter(user=user).order_by("pk").first()
+            mentioned = Entity.objects.filter(memory_links__memory=first)
+            others = (
+                Relation.objects.filter(user=user).exclude(source__in=mentioned).exclude(target__in=mentioned)
+            )
+            return others.order_by("pk").first()
 
         def an_entity() -> Entity:
-            return Entity.objects.filter(user=user).order_by("pk").first()
+            return Entity.objects.filter(user=user).exclude(memory_links__memory=first).order_by("pk").first()
 
         delete_by(lambda: relation_delete(relation=a_relation()))  # the graph service
         delete_by(lambda: entity_delete(entity=an_entity()))  # the service: its relations cascade
