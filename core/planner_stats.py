@@ -45,7 +45,7 @@ def refresh_planner_statistics(connection: BaseDatabaseWrapper = default_connect
             for table in stale:
                 cursor.execute(f"ANALYZE {quote(table)}")
     if stale:
-        planner_statistics_retaken(str(connection.settings_dict["NAME"]))
+        planner_statistics_retaken(connection)
     return stale
 
 

@@ -13,9 +13,9 @@ In-memory databases (the tests') have no file to queue on: they use the backend 
 A connection also reads SQLite's planner statistics (sqlite_stat1) once, when it opens, and keeps them: an ANALYZE
 on another connection does not reach it. Django keeps each thread's connection open (CONN_MAX_AGE=None), so a
 server started on a small store planned every request with the statistics of its first minutes, however much the
-store grew. core.planner_stats calls
-`planner_statistics_retaken` after an ANALYZE, and every other connection of this process is closed at its next
-request or task boundary (close_if_unusable_or_obsolete, which Django runs there) and reopens with the new ones.
+store grew. core.planner_stats calls `planner_statistics_retaken` after an ANALYZE, and every other connection of
+this process is closed at its next request or task boundary (close_if_unusable_or_obsolete, which Django runs
+there) and reopens with the new ones.
 """
 
 import re
@@ -23,6 +23,7 @@ import threading
 from collections import deque
 
 from django.conf import settings
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3 import base
 from django.db.utils import OperationalError
 
@@ -71,9 +72,15 @@ def write_queue(name: str) -> FairLock:
         return _queues.setdefault(name, FairLock())
 
 
-def planner_statistics_retaken(name: str) -> None:
-    """ANALYZE has run on the database file `name`: this process's other connections to it are stale."""
+def database_file(connection: BaseDatabaseWrapper) -> str:
+    """The key of a connection's database in this module's per-file state."""
+    return str(connection.settings_dict["NAME"])
+
+
+def planner_statistics_retaken(connection: BaseDatabaseWrapper) -> None:
+    """ANALYZE has run on `connection`: this process's other connections to its database are stale."""
     with _queues_lock:
+        name = database_file(connection)
         _statistics_taken[name] = _statistics_taken.get(name, 0) + 1
 
 
@@ -87,17 +94,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         if not self.is_in_memory_db():
-            self._queue = write_queue(self._file())
+            self._queue = write_queue(database_file(self))
             self._cursor_factory = _queued_cursor(self)
-            self._statistics_read = _statistics_taken.get(self._file(), 0)
+            self._statistics_read = _statistics_taken.get(database_file(self), 0)
         return connection
-
-    def _file(self) -> str:
-        return str(self.settings_dict["NAME"])
 
     def close_if_unusable_or_obsolete(self):
         # An in-memory database lives only as long as its connection: it keeps the statistics it has.
-        stale = not self.is_in_memory_db() and self._statistics_read != _statistics_taken.get(self._file(), 0)
+        taken = _statistics_taken.get(database_file(self), 0)
+        stale = not self.is_in_memory_db() and self._statistics_read != taken
         if self.connection is not None and stale and not self.in_atomic_block:
             self.close()  # reopened at its next query, reading the statistics as they are now
             return
