@@ -40,6 +40,7 @@ from memory_bench import (  # noqa: E402
     machine,
     mnemo,
     pct,
+    server_pids,
     versions,
 )
 
@@ -87,10 +88,6 @@ def part_of(stack: list[str]) -> str:
     return OTHER
 
 
-def worker_pid(master: int) -> int:
-    return int(Path(f"/proc/{master}/task/{master}/children").read_text().split()[0])
-
-
 def sampled_searches(client: Client, worker: int, queries: list[str], rate: int, out: Path) -> dict:
     """Send the queries one after another while py-spy samples the worker; the timings and the samples."""
     spy = subprocess.Popen(
@@ -102,9 +99,7 @@ def sampled_searches(client: Client, worker: int, queries: list[str], rate: int,
     )
     time.sleep(2)  # py-spy attaches
     cpu = _server_seconds(worker)
-    began = time.perf_counter()
     times = [client.search(query, limit=10)[1] for query in queries]
-    wall = time.perf_counter() - began
     cpu = _server_seconds(worker) - cpu
     spy.send_signal(signal.SIGINT)  # py-spy writes its samples and exits
     said, _ = spy.communicate(timeout=60)
@@ -118,7 +113,6 @@ def sampled_searches(client: Client, worker: int, queries: list[str], rate: int,
         innermost[re.sub(r":\d+\)$", ")", frames[-1])] += int(count)
     return {
         "times": times,
-        "wall": wall,
         "cpu": cpu,
         "samples": samples,
         "innermost": innermost,
@@ -138,17 +132,23 @@ def run(args: argparse.Namespace) -> None:
         indexed = load_indexed(server, client, latency_memories(args.size))
         for query in queries[:10]:  # warm
             client.search(query, limit=10)
-        result = sampled_searches(client, worker_pid(server.pid), queries, args.rate, Path(work) / "spy.txt")
+        worker = server_pids(server.pid)[1]  # one worker, as make run serves
+        result = sampled_searches(client, worker, queries, args.rate, Path(work) / "spy.txt")
     samples, n = result["samples"], len(queries)
     total = sum(samples.values())
     times_ms = [t * 1000 for t in result["times"]]
-    gil_ms = total / args.rate / n
+
+    def per_search_ms(count: int) -> float:
+        return count / args.rate / n * 1000
+
+    gil_ms = per_search_ms(total)
+
     rows = [
-        f"| {part} | {count / total:.1%} | {count / args.rate / n * 1000:.1f} |"
-        for part, count in sorted(samples.items(), key=lambda item: -item[1])
+        f"| {part} | {count / total:.1%} | {per_search_ms(count):.1f} |"
+        for part, count in samples.most_common()
     ]
     frames = [
-        f"| `{frame}` | {count / total:.1%} | {count / args.rate / n * 1000:.1f} |"
+        f"| `{frame}` | {count / total:.1%} | {per_search_ms(count):.1f} |"
         for frame, count in result["innermost"].most_common(15)
     ]
     largest = samples.most_common(1)[0]
@@ -168,7 +168,7 @@ Versions: {versions(["py-spy"])}.
 ## The lock, part by part ({args.size:,} memories, {n} searches)
 
 The searches took p50 {pct(times_ms, 50):.1f} ms and p95 {pct(times_ms, 95):.1f} ms over HTTP; the worker spent
-{result["cpu"] / n * 1000:.1f} ms of CPU per search, and held the GIL {gil_ms * 1000:.1f} ms per search
+{result["cpu"] / n * 1000:.1f} ms of CPU per search, and held the GIL {gil_ms:.1f} ms per search
 ({total:,} samples; py-spy could not read {result["errors"]} stacks).
 
 | part | share of the GIL samples | GIL ms per search |
@@ -183,13 +183,13 @@ The frames that held it most (the innermost Python frame; a native call counts f
 
 ## Reading
 
-- The largest part is {largest[0]}: {largest[1] / total:.0%} of the lock, {largest[1] / args.rate / n * 1000:.1f} ms
+- The largest part is {largest[0]}: {largest[1] / total:.0%} of the lock, {per_search_ms(largest[1]):.1f} ms
   per search.
 - The calls into qdrant-edge-py hold the lock for {edge / total:.0%} of it: the binding keeps the GIL while the
   store searches, fetches payloads and counts, so no other request thread runs Python meanwhile. Embedding runs in
   onnxruntime and numpy with the lock released, and shows here only for its Python around the models.
-- Were the lock all that bounded it, one process would serve at most about 1000 / {gil_ms * 1000:.0f} =
-  {1 / gil_ms:.0f} searches/s, whatever its cores. Under 50 clients (bench/results/memory_load.md) the lock also
+- Were the lock all that bounded it, one process would serve at most about 1000 / {gil_ms:.0f} =
+  {1000 / gil_ms:.0f} searches/s, whatever its cores. Under 50 clients (bench/results/memory_load.md) the lock also
   passes between threads many times per search, and each handover costs a wait: that bench measures what is
   left.
 """

@@ -77,16 +77,19 @@ def _cpu_times() -> tuple[int, int]:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _server_seconds(server_pid: int) -> float:
-    """CPU seconds of the gunicorn master and its workers."""
-    pids = [server_pid]
+def server_pids(server_pid: int) -> list[int]:
+    """The gunicorn master and its workers."""
     try:
         children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
-        pids += [int(child) for child in children]
     except OSError:
-        pass
+        children = []
+    return [server_pid, *(int(child) for child in children)]
+
+
+def _server_seconds(server_pid: int) -> float:
+    """CPU seconds of the gunicorn master and its workers."""
     seconds = 0.0
-    for pid in pids:
+    for pid in server_pids(server_pid):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             seconds += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
