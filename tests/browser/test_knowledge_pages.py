@@ -27,6 +27,8 @@ def test_upload_watch_the_row_become_ready_then_read_the_document(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Knowledge").click()
     expect(page.get_by_role("heading", name="Knowledge base")).to_be_visible()
     expect(page.get_by_text("No documents yet")).to_be_visible()
+    # The page shows before its deferred htmx has run; a form used then posts without it (a page load).
+    page.wait_for_load_state()
     page.evaluate("window.mnemoMarker = 'still here'")  # a full page load would drop it
 
     page.get_by_label("Files").set_input_files(str(note))
