@@ -1,5 +1,6 @@
 """Query shapes shared by the apps."""
 
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import cast
@@ -41,14 +42,25 @@ def uuid_text(value: object) -> str:
     return str(value)
 
 
+# str(uuid.UUID)'s form: the ids a search passes around, whose stored form needs no parsing.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _stored_uuid(key: str, native: bool) -> uuid.UUID | str:
+    """A UUID's text as the database stores it: a UUID (PostgreSQL), or 32 hex digits (SQLite)."""
+    if not native and _CANONICAL_UUID.fullmatch(key):
+        return key.replace("-", "")  # a fifth of the cost of uuid.UUID(key).hex, for ~300 ids per search
+    parsed = uuid.UUID(key)
+    return parsed if native else parsed.hex
+
+
 def owned_rows(model: type[Model], user: User, ids: Iterable[str], columns: Sequence[str]) -> list[tuple]:
     """The `columns` of `user`'s rows of `model` among the primary keys `ids` (UUIDs as text), raw as the
     driver returns them: owned_by_pk(...).values_list(...) through raw_rows, without Django's per-value
     preparation of the key list (four calls per id: 5 ms of a search's graph step for 300 entity ids)."""
     database = router.db_for_read(model)
     connection = connections[database]
-    native = connection.features.has_native_uuid_field
-    keys = [key if native else key.hex for key in map(uuid.UUID, ids)]
+    keys = [_stored_uuid(key, connection.features.has_native_uuid_field) for key in ids]
     if not keys:
         return []
     quote = connection.ops.quote_name

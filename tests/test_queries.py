@@ -20,3 +20,5 @@ def test_owned_rows_reads_the_users_rows_among_the_ids_raw_as_owned_by_pk_does(u
     assert rows == raw_rows(owned_by_pk(Entity.objects.all(), user, ids).values_list("pk", "frequency"))
     assert owned_rows(Entity, other_user, ids, ("frequency",)) == [(5,)]
     assert owned_rows(Entity, user, [], ("id",)) == []
+    # Ids in another spelling of the same UUID are parsed, not taken as stored.
+    assert owned_rows(Entity, user, [kestrel.pk.hex, str(kestrel.pk).upper()], ("frequency",)) == [(3,)]

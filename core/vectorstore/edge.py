@@ -304,12 +304,12 @@ class EdgeVectorStore(VectorStore):
                 with_payload=payload_selector(payload_keys),
                 with_vector=with_vectors,
             )
-        found = {
-            normalize_id(r.id): Hit(
-                normalize_id(r.id), 0.0, dict(r.payload or {}), _dense_of(r.vector) if with_vectors else {}
+        found = {}
+        for r in records:
+            point_id = normalize_id(r.id)
+            found[point_id] = Hit(
+                point_id, 0.0, dict(r.payload or {}), _dense_of(r.vector) if with_vectors else {}
             )
-            for r in records
-        }
         return order_hits(point_ids, found)
 
     def ids(self, collection: str, where: Where | None = None) -> list[str]:
