@@ -8,6 +8,7 @@ from typing import cast
 from django.contrib.auth.models import User
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Field, Model, QuerySet
 
 
@@ -54,6 +55,14 @@ def _stored_uuid(key: str, native: bool) -> uuid.UUID | str:
     return parsed if native else parsed.hex
 
 
+def quoted_column(model: type[Model], name: str, connection: BaseDatabaseWrapper) -> str:
+    """The SQL for the column of `model`'s field `name` (a foreign key by its field name: "user"), with its
+    table, for queries written by hand."""
+    quote = connection.ops.quote_name
+    field = cast(Field, model._meta.get_field(name))
+    return f"{quote(model._meta.db_table)}.{quote(field.column or name)}"
+
+
 def owned_rows(model: type[Model], user: User, ids: Iterable[str], columns: Sequence[str]) -> list[tuple]:
     """The `columns` of `user`'s rows of `model` among the primary keys `ids` (UUIDs as text), raw as the
     driver returns them: owned_by_pk(...).values_list(...) through raw_rows, without Django's per-value
@@ -63,12 +72,10 @@ def owned_rows(model: type[Model], user: User, ids: Iterable[str], columns: Sequ
     keys = [_stored_uuid(key, connection.features.has_native_uuid_field) for key in ids]
     if not keys:
         return []
-    quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
+    table = connection.ops.quote_name(model._meta.db_table)
 
     def column(name: str) -> str:
-        field = cast(Field, model._meta.get_field(name))
-        return f"{table}.{quote(field.column or name)}"
+        return quoted_column(model, name, connection)
 
     selected = ", ".join(column(name) for name in columns)
     marks = ", ".join(["%s"] * len(keys))

@@ -22,6 +22,7 @@ from typing import cast
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.db import connections, router
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
@@ -31,7 +32,7 @@ from core import hybrid, stores
 from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
-from core.queries import owned_by_pk, owned_rows, raw_rows, uuid_text
+from core.queries import owned_by_pk, owned_rows, quoted_column, raw_rows, uuid_text
 from core.ranking import RANKING, RankingConfig
 from core.stored_text import Text, in_language
 from core.text import CJK_RUN, lexical_terms, without_paths
@@ -230,17 +231,9 @@ def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _Gr
     lookup: in one OR with the names, SQLite scanned every user's entities), unless that word belongs to a name
     the query gives in full: "Ana Costa" must not start from Ana Silva too."""
     keys = name_keys(query)
-    entities = Entity.objects.filter(user=user).order_by()
-    found = list(entities.filter(key__in=sorted(keys)).values_list("pk", "key"))
-    words = sorted(key for key in keys if key.isalpha() and not CJK_RUN.search(key))
-    if words:
-        first_or_last = Q()
-        for word in words:
-            first_or_last |= Q(key__startswith=f"{word} ") | Q(key__endswith=f" {word}")
-        people = entities.filter(first_or_last, entity_type=EntityType.PERSON)
-        found += people.values_list("pk", "key")
+    found = _entities_named(user, keys)
     given_in_full = {word for _, key in found if key in keys for word in key.split()}
-    start = {str(pk) for pk, key in found if key in keys or not given_in_full.intersection(key.split())}
+    start = {uuid_text(pk) for pk, key in found if key in keys or not given_in_full.intersection(key.split())}
     if not start:
         return _GraphReach()
     distance = dict.fromkeys(start, 0)
@@ -258,6 +251,42 @@ def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _Gr
     specificity = {entity: _specificity(linked.get(entity, 1), memories) for entity in distance}
     fact_links = _fact_links(user, distance, linked, specificity, config)
     return _GraphReach(distance, specificity, fact_links, notice)
+
+
+def _entities_named(user: User, keys: set[str]) -> list[tuple[object, str]]:
+    """(raw id, key) of the user's entities whose key is one of `keys`, then of the user's people whose first or
+    last name is one of its words. In SQL, not through the ORM: building the OR of two LIKEs per word cost
+    about a millisecond of Python per search, three times what the database took to answer."""
+    connection = connections[router.db_for_read(Entity)]
+    table = connection.ops.quote_name(Entity._meta.db_table)
+    pk, owner, name_key, entity_type = (
+        quoted_column(Entity, name, connection) for name in ("id", "user", "key", "entity_type")
+    )
+    # Letters only: no word holds a LIKE wildcard.
+    words = sorted(key for key in keys if key.isalpha() and not CJK_RUN.search(key))
+    found: list[tuple[object, str]] = []
+    with connection.cursor() as cursor:
+        if keys:
+            marks = ", ".join(["%s"] * len(keys))
+            cursor.execute(
+                f"SELECT {pk}, {name_key} FROM {table} WHERE {owner} = %s AND {name_key} IN ({marks})",  # noqa: S608
+                [user.pk, *sorted(keys)],
+            )
+            found += cursor.fetchall()
+        if words:
+            # Its own query: in one OR with the names, SQLite scanned every user's entities.
+            first_or_last = " OR ".join([f"{name_key} LIKE %s OR {name_key} LIKE %s"] * len(words))
+            cursor.execute(
+                f"SELECT {pk}, {name_key} FROM {table} "  # noqa: S608 - names from the model, values as parameters
+                f"WHERE {owner} = %s AND {entity_type} = %s AND ({first_or_last})",
+                [
+                    user.pk,
+                    EntityType.PERSON.value,
+                    *(like for word in words for like in (f"{word} %", f"% {word}")),
+                ],
+            )
+            found += cursor.fetchall()
+    return found
 
 
 def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = RANKING) -> dict[str, float]:
