@@ -47,6 +47,24 @@ def test_entities_the_user_already_has_are_found_again_as_whole_words(user):
     assert "Java" not in names(later)
 
 
+def test_a_known_name_is_found_again_only_where_the_text_writes_it_as_one(user):
+    first = memory_create(
+        user=user, content="We binge-watched GoT with Priya all weekend.", memory_type="episodic"
+    )
+    memory_create(user=user, content="Mara bought an iPhone in Oslo.", memory_type="episodic")
+    assert {"GoT", "Priya"} <= names(first)
+
+    def linked(content: str) -> set[str]:
+        return names(memory_create(user=user, content=content, memory_type="episodic"))
+
+    # A text with capitals writes a name with one: "got" and "priya's" there are other words, or a slip.
+    assert "GoT" not in linked("Tomas got a new bike for the commute.")
+    assert "GoT" in linked("Rewatching GoT tonight.")
+    assert "iPhone" in linked("The iPhone screen cracked on Monday.")  # a name spelt as the graph spells it
+    # A writer who never uses capitals is read regardless of case.
+    assert "Priya" in linked("priya says hi")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
