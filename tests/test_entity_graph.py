@@ -57,7 +57,7 @@ def test_a_known_name_is_found_again_only_where_the_text_writes_it_as_one(user):
     def linked(content: str) -> set[str]:
         return names(memory_create(user=user, content=content, memory_type="episodic"))
 
-    # A text with capitals writes a name with one: "got" and "priya's" there are other words, or a slip.
+    # A text with capitals writes a name with one: "got" there is another word.
     assert "GoT" not in linked("Tomas got a new bike for the commute.")
     assert "GoT" in linked("Rewatching GoT tonight.")
     assert "iPhone" in linked("The iPhone screen cracked on Monday.")  # a name spelt as the graph spells it

@@ -250,7 +250,7 @@ def _parse_condition(key: str, spec: Any) -> Condition:
 
 # str(uuid.UUID(...))'s form. A search reads ~600 ids back from the store, nearly all already in it, and parsing
 # each into a UUID and back cost ~3 ms of every search.
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def payload_selector(payload_keys: Sequence[str] | None) -> bool | list[str]:
@@ -264,7 +264,7 @@ def normalize_id(point_id: Any) -> str:
     """Canonical UUID text, so ids compare equal whatever backend returns them."""
     if isinstance(point_id, uuid.UUID):  # Qdrant Edge's ids: formatting one costs a third of parsing its text
         return str(point_id)
-    if isinstance(point_id, str) and _CANONICAL_UUID.fullmatch(point_id):
+    if isinstance(point_id, str) and CANONICAL_UUID.fullmatch(point_id):
         return point_id
     try:
         return str(uuid.UUID(str(point_id)))
