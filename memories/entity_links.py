@@ -3,6 +3,7 @@ entity graph grows from these links, one user's at a time.
 """
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -94,8 +95,12 @@ def _written_as_name(name: str, content: str) -> bool:
     conversations: 1,862 links before, 1,498 after, the people's own unchanged)."""
     if name == name.casefold() or content == content.casefold():
         return True
-    mentions = re.finditer(rf"(?<![\w.]){re.escape(name)}(?![\w])", content, re.IGNORECASE)
-    return any(mention.group() == name or mention.group()[0].isupper() for mention in mentions)  # "iPhone"
+    # Read as entity_key reads names: width folded ("ＧｏＴ" is "GoT"), any run of spaces alike.
+    name, content = (unicodedata.normalize("NFKC", text) for text in (name, content))
+    words = name.split()
+    spelt = r"\s+".join(map(re.escape, words))
+    mentions = re.finditer(rf"(?<![\w.]){spelt}(?![\w])", content, re.IGNORECASE)
+    return any(mention.group().split() == words or mention.group()[0].isupper() for mention in mentions)
 
 
 def _known_entities_in(memory: Memory) -> list[Mention]:

@@ -7,7 +7,7 @@ import pytest
 from memories.actions.forgetting import memories_delete
 from memories.actions.write import memory_create
 from memories.entities import entity_key, extract
-from memories.entity_links import link_entities
+from memories.entity_links import _written_as_name, link_entities
 from memories.graph import entity_merge
 from memories.models import Entity, Memory, MemoryEntity, Relation
 from memories.retrieval import search_memories
@@ -61,6 +61,10 @@ def test_a_known_name_is_found_again_only_where_the_text_writes_it_as_one(user):
     assert "GoT" not in linked("Tomas got a new bike for the commute.")
     assert "GoT" in linked("Rewatching GoT tonight.")
     assert "iPhone" in linked("The iPhone screen cracked on Monday.")  # a name spelt as the graph spells it
+    # Read as merge keys are: a full-width spelling, or more spaces, write the same name.
+    assert _written_as_name("GoT", "Rewatching ＧｏＴ tonight.")
+    assert _written_as_name("Kofi Mensah", "Call Kofi  Mensah today.")
+    assert not _written_as_name("GoT", "Ｉ ｇｏｔ ｉｔ.")
     # A writer who never uses capitals is read regardless of case.
     assert "Priya" in linked("priya says hi")
 
