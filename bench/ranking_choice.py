@@ -292,26 +292,34 @@ def floor_curve(
     tuned_on: Sequence[EvalSet],
 ) -> list[dict]:
     """Per (floor, noise-floor quantile): the share of no-answer questions of `sets` that return nothing, and of
-    answerable ones whose answer (in the top 10 without floors) the floors cut. The noise floors come from the
-    no-answer questions of `tuned_on` (with `free`: per set name, free_outcomes)."""
+    answerable ones whose answer (in the top 10 without floors) the floors cut, over all of `sets` ("cut") and in
+    the set where it is largest ("worst_cut", "worst_set"). The noise floors come from the no-answer questions of
+    `tuned_on` (with `free`: per set name, free_outcomes)."""
     plain_free = {name: {q: [r for r, _ in pairs] for q, pairs in per.items()} for name, per in free.items()}
     rows = []
     for quantile in quantiles:
         model_floors = noise_floors(tuned_on, plain_free, quantile)
         for floor in floors:
             empty = cut = n_none = n_found = 0
+            cut_by_set: dict[str, float] = {}
             for es in sets:
+                set_cut = set_found = 0
                 for q in es.questions:
                     pairs = free[es.name][q]
                     if not q.answerable:
                         n_none += 1
                         empty += not any(kept(r, floor, model_floors) for r, _ in pairs)
                     elif any(flag for _, flag in pairs):
-                        n_found += 1
-                        cut += not any(flag and kept(r, floor, model_floors) for r, flag in pairs)
+                        set_found += 1
+                        set_cut += not any(flag and kept(r, floor, model_floors) for r, flag in pairs)
+                cut, n_found = cut + set_cut, n_found + set_found
+                if set_found:
+                    cut_by_set[es.name] = set_cut / set_found
+            worst_set = max(cut_by_set, key=lambda name: cut_by_set[name], default=None)
             rows.append(
                 dict(floor=floor, quantile=quantile, model_floors=model_floors,
                      empty=empty / n_none if n_none else None, cut=cut / n_found if n_found else None,
+                     worst_cut=cut_by_set.get(worst_set) if worst_set else None, worst_set=worst_set,
                      n_none=n_none, n_found=n_found)
             )  # fmt: skip
     return rows

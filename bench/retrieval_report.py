@@ -203,11 +203,12 @@ def report(sets, dev, captured, choices, embedding_set, skipped, started_at, t_s
     )
     curve = markdown(
         ["floor (σ)", "noise floors (quantile)", "no-answer questions returning nothing",
-         "answerable questions whose answer is cut"],
+         "answerable questions whose answer is cut", "... in the set where most are cut"],
         [[f"{r['floor']:g}" if r["floor"] != rc.NO_FLOOR else "none",
           "none" if r["quantile"] is None else f"{r['quantile']:g}: "
           + ", ".join(f"{k} {v:.3f}" for k, v in r["model_floors"].items()),
-          _fmt(r["empty"]), _fmt(r["cut"])]
+          _fmt(r["empty"]), _fmt(r["cut"]),
+          f"{_fmt(r['worst_cut'])} ({r['worst_set']})" if r["worst_set"] and r["worst_cut"] else _fmt(r["worst_cut"])]
          for r in choice["curves"]["(all)"]],
     )  # fmt: skip
     ablation = model_ablation(dev, captured, final, models, log)
@@ -249,8 +250,9 @@ Chosen with each set left out:
 
 Over every development set with the final configuration's fusion: the floor in σ and the models' noise floors
 (each the given quantile of the model's best cosine for the questions whose answer is not stored). Every point
-without a floor in σ that cuts the answer of at most 1 % of the answerable questions (the rule's own tolerance:
-a floor that costs more makes Mnemo lose to a signal that has none) is a candidate; the one that empties the
+without a floor in σ that cuts the answer of at most 1 % of the answerable questions of every set (the rule's own
+tolerance, which holds set by set: a floor that costs a set more makes Mnemo lose there to a signal that has none)
+is a candidate; the one that empties the
 most no-answer questions is chosen. A floor in σ is shown, never chosen: a z-score is relative to the query's
 candidates, and the best of n stands at most sqrt(n - 1) σ above them, so in a store of a few memories it would
 cut the answer itself (bench/retrieval_eval.py, FLOORS):
