@@ -81,8 +81,8 @@ FLOORS = (rc.NO_FLOOR, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 # Each model's noise floor: this quantile of its best cosine for the no-answer questions (None: no noise floors).
 QUANTILES = (None, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 0.75, 0.9)
 # The share of a set's answerable questions whose answer the floors may cut: the rule's own tolerance, which holds
-# set by set. Over all sets at once, the large ones hid a small one's loss (the 0.25 quantile cut 0.3 % of every
-# answer but 1.3 % of knowledge_xquad's, and in the 92 questions of `mixed` one answer is more than 1 %).
+# set by set. Over all sets at once, the large ones hid a small one's loss (the 0.25 quantile cut 0.3 % of all
+# answers but 1.3 % of knowledge_xquad's, and in the 92 questions of `mixed` one answer is more than 1 %).
 CUT_BUDGET = 0.01
 
 
