@@ -165,12 +165,15 @@ def without(mechanism: str):
     from memories import entity_types
 
     saved = {
-        name: getattr(entity_types, name) for name in ("trimmed", "recased", "_given_names", "gazetteer")
+        name: getattr(entity_types, name)
+        for name in ("trimmed", "recased", "_given_names", "gazetteer", "framed_type")
     }
     if mechanism == "span trimming":
         entity_types.trimmed = lambda tokens: tokens  # type: ignore[assignment]
     elif mechanism == "re-reading a capitalised opening word":
         entity_types.recased = lambda text, doc: None  # type: ignore[assignment]
+    elif mechanism == 'place frames ("lives in", "住在")':
+        entity_types.framed_type = lambda text, name, entity_type: entity_type  # type: ignore[assignment]
     elif mechanism == "given names (Faker)":
         entity_types._given_names = lambda: frozenset()  # type: ignore[assignment]
     elif mechanism == "places (gazetteer)":
@@ -197,6 +200,7 @@ ABLATIONS = (
     "re-reading a capitalised opening word",
     "places (gazetteer)",
     "given names (Faker)",
+    'place frames ("lives in", "住在")',
 )
 
 

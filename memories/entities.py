@@ -280,6 +280,7 @@ def _model_mentions(text: str) -> list[Mention]:
         mentions.extend(technical)
         mentions.extend(_english_mentions(text, {mention.key for mention in technical}))
     mentions = [_with_model_number(text, mention) for mention in mentions]
+    mentions = [Mention(m.name, entity_types.framed_type(text, m.name, m.entity_type)) for m in mentions]
     unique: dict[str, Mention] = {}
     for mention in mentions:
         if not entity_types.is_name(mention.name):

@@ -5,10 +5,13 @@ In order of trust:
 1. The user's own graph: a type a person set by hand on an entity (a retype in the graph's curation log) is kept
    for every later mention of that name (memories.entity_links passes them in; a spaCy EntityRuler would do the same
    per call, at the cost of building one per user).
-2. Names packages know: a country, a US state or a city of CITY_POPULATION people or more is a PLACE
+2. The sentence's own frame: a name right after "lives in", "is based in", "住在", "位于" is a PLACE, whatever
+   spaCy or jieba guessed ("The user now lives in Valencia": spaCy's small model says a person, and Valencia is
+   also a given name). These verbs take a place and nothing else; "moved to" or "在…工作" do not (a job, a firm).
+3. Names packages know: a country, a US state or a city of CITY_POPULATION people or more is a PLACE
    (core.gazetteer: "the Brno branch office" is no person), a name that opens with a given name (Faker's
    person providers, some 80 locales) is a PERSON where spaCy's small model saw an organisation or nothing.
-3. The language tools: spaCy's named entities for English, jieba's part-of-speech tags for Chinese.
+4. The language tools: spaCy's named entities for English, jieba's part-of-speech tags for Chinese.
 And never an entity: bare numbers and ordinals ("第一版", "3rd", "2021"), and the placeholders core.privacy
 leaves for a masked secret ("[api_key masked]").
 
@@ -42,6 +45,36 @@ def is_name(name: str) -> bool:
     if not any(char.isalpha() for char in name) or _NUMBER.match(name):
         return False
     return not PLACEHOLDER.search(name) and "masked]" not in name
+
+
+# The verbs (with their prepositions) whose complement is a place and only a place, in English and Chinese: a
+# closed class of the two languages, as the role nouns and organisation designators below.
+_PLACE_FRAME = re.compile(
+    r"(?:\b(?:lives?|living|lived|resides?|residing|resided|settled|grew up|is based|are based|was based|"
+    r"headquartered|located) in(?: the)?|住在|居住在|居住于|定居在|定居于|生活在|位于|坐落在|坐落于|总部设在|总部在)\s*$",
+    re.IGNORECASE,
+)
+# How far before a name the frame may end ("lives in the city of Valencia" is out of reach, by design: short).
+_FRAME_REACH = 40
+
+
+def framed_as_place(text: str, name: str) -> bool:
+    """True when some mention of `name` in `text` directly follows a verb that takes a place ("lives in",
+    "位于")."""
+    start = text.find(name)
+    while start >= 0:
+        if _PLACE_FRAME.search(text[max(0, start - _FRAME_REACH) : start]):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
+def framed_type(text: str, name: str, entity_type: str) -> str:
+    """A name's type with its sentence's frame applied: a PLACE after a verb that takes one (see the module
+    docstring); a product, skill or time stays what it is."""
+    if entity_type in ("PERSON", "ORG", "CONCEPT", "OTHER") and framed_as_place(text, name):
+        return "PLACE"
+    return entity_type
 
 
 def english_type(name: str, entity_type: str) -> str:

@@ -372,6 +372,9 @@ def test_events_feed_the_graph_too(user):
         ("他在立陶宛读书。", {("立陶宛", "PLACE")}),
         ("昨天和Oliver一起吃饭。", {("Oliver", "PERSON")}),
         ("她下个月搬去维也纳。", {("维也纳", "PLACE")}),
+        # After a verb that takes a place, a name is one: spaCy calls Valencia a person here, jieba 乔丹 one.
+        ("The user now lives in Valencia.", {("Valencia", "PLACE")}),
+        ("他生活在乔丹。", {("乔丹", "PLACE")}),
     ],
 )
 def test_names_are_typed_by_the_packages_gazetteers_and_trimmed(text, expected):
