@@ -8,6 +8,7 @@ In order of trust:
 2. The sentence's own frame: a name right after "lives in", "is based in", "住在", "位于" is a PLACE, whatever
    spaCy or jieba guessed ("The user now lives in Valencia": spaCy's small model says a person, and Valencia is
    also a given name). These verbs take a place and nothing else; "moved to" or "在…工作" do not (a job, a firm).
+   Likewise a name right before "lives in", "grew up in", "studied at", "住在", "毕业于" is a PERSON.
 3. Names packages know: a country, a US state or a city of CITY_POPULATION people or more is a PLACE
    (core.gazetteer: "the Brno branch office" is no person), a name that opens with a given name (Faker's
    person providers, some 80 locales) is a PERSON where spaCy's small model saw an organisation or nothing.
@@ -54,26 +55,37 @@ _PLACE_FRAME = re.compile(
     r"headquartered|located) in(?: the)?|住在|居住在|居住于|定居在|定居于|生活在|位于|坐落在|坐落于|总部设在|总部在)\s*$",
     re.IGNORECASE,
 )
-# How far before a name the frame may end ("lives in the city of Valencia" is out of reach, by design: short).
+# The verbs whose subject is a person: one lives, grows up, is born, studies somewhere ("Nadia lives in Salvador":
+# spaCy's small model calls Nadia a place). Firms are based or located, not living; "works at" has no firm either.
+_PERSON_FRAME = re.compile(
+    r"(?:\s+(?:now|still|also)?\s*(?:lives|lived|grew up|was born|resides|resided|works|worked|studied|studies) "
+    r"(?:in|at|as)\b|(?:现在|目前|一直|也)?(?:住在|居住在|生活在|毕业于|就读于|出生于|出生在))",
+    re.IGNORECASE,
+)
+# How far before a name a place frame may end ("lives in the city of Valencia" is out of reach, by design: short).
 _FRAME_REACH = 40
 
 
-def framed_as_place(text: str, name: str) -> bool:
-    """True when some mention of `name` in `text` directly follows a verb that takes a place ("lives in",
-    "位于")."""
+def _framed(text: str, name: str, frame: re.Pattern, before: bool) -> bool:
+    """True when some mention of `name` in `text` directly follows (before=True) or precedes `frame`."""
     start = text.find(name)
     while start >= 0:
-        if _PLACE_FRAME.search(text[max(0, start - _FRAME_REACH) : start]):
+        if before and frame.search(text[max(0, start - _FRAME_REACH) : start]):
+            return True
+        if not before and frame.match(text, start + len(name)):
             return True
         start = text.find(name, start + 1)
     return False
 
 
 def framed_type(text: str, name: str, entity_type: str) -> str:
-    """A name's type with its sentence's frame applied: a PLACE after a verb that takes one (see the module
-    docstring); a product, skill or time stays what it is."""
-    if entity_type in ("PERSON", "ORG", "CONCEPT", "OTHER") and framed_as_place(text, name):
+    """A name's type with its sentence's frame applied (see the module docstring): a PLACE after a verb that
+    takes one, a PERSON before a verb only a person is the subject of; a product, skill or time stays what it
+    is."""
+    if entity_type in ("PERSON", "ORG", "CONCEPT", "OTHER") and _framed(text, name, _PLACE_FRAME, True):
         return "PLACE"
+    if entity_type in ("PLACE", "ORG", "CONCEPT", "OTHER") and _framed(text, name, _PERSON_FRAME, False):
+        return "PERSON"
     return entity_type
 
 

@@ -375,6 +375,8 @@ def test_events_feed_the_graph_too(user):
         # After a verb that takes a place, a name is one: spaCy calls Valencia a person here, jieba 乔丹 one.
         ("The user now lives in Valencia.", {("Valencia", "PLACE")}),
         ("他生活在乔丹。", {("乔丹", "PLACE")}),
+        # Before a verb only a person is the subject of, a name is a person: spaCy calls Kenji a place.
+        ("Kenji studied at Osaka University.", {("Kenji", "PERSON"), ("Osaka University", "ORG")}),
     ],
 )
 def test_names_are_typed_by_the_packages_gazetteers_and_trimmed(text, expected):
