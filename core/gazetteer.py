@@ -15,12 +15,11 @@ make people into places.
 import json
 import re
 import threading
-import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from core.text import normalise
+from core.text import normalise, without_accents
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _lock = threading.Lock()
@@ -64,7 +63,7 @@ def _index() -> dict[str, tuple[Place, ...]]:
     for city in cities.values():
         place = Place(f"city:{city['geonameid']}", int(city["population"]))
         add(city["name"], place)
-        add(_unaccented(city["name"]), place)  # "Malmö" as typed on an English keyboard
+        add(without_accents(city["name"]), place)  # "Malmö" as typed on an English keyboard
         for alternate in city.get("alternatenames", ()):
             if _CJK.search(alternate):
                 add(alternate, place)
@@ -74,10 +73,6 @@ def _index() -> dict[str, tuple[Place, ...]]:
         # "Lawrence, KS": a state's postal code, in capitals only ("OR", "IN" and "ME" are words).
         index.setdefault(f"\0{state['code']}", []).append(Place(f"state:{state['code']}", 0))
     return {key: tuple(places) for key, places in index.items()}
-
-
-def _unaccented(name: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
 
 
 def places(name: str) -> tuple[Place, ...]:

@@ -230,6 +230,20 @@ def normalise(text: str) -> str:
     return _DASH_RUN.sub("-", unicodedata.normalize("NFKC", text).translate(_FOLDS))
 
 
+def without_accents(text: str) -> str:
+    """`text` with the accents on its Latin letters dropped ("Malmö" as "Malmo", "Zoë" as "Zoe"): one name as two
+    keyboards type it. For comparing names and values, never for storing them; the marks of other scripts stay
+    (a kana's voicing mark makes another syllable)."""
+    if text.isascii():
+        return text
+    kept: list[str] = []
+    for char in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(char) and kept and kept[-1].isascii():
+            continue
+        kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
 _TRAILING_MARKS = " \t\n.。!?;,、~…'\""
 
 
@@ -257,9 +271,9 @@ def _stop_words() -> frozenset[str]:
 
 
 def content_words(text: str) -> set[str]:
-    """The words that carry a text's meaning, stemmed: without stop words (spaCy's English and Chinese lists),
-    without the ways of naming the memory's owner and without one-letter contraction fragments ("don't" → "don");
-    negations and numbers kept."""
+    """The words that carry a text's meaning, stemmed and without accents: without stop words (spaCy's English
+    and Chinese lists), without the ways of naming the memory's owner and without one-letter contraction
+    fragments ("don't" → "don"); negations and numbers kept."""
     return set(content_word_sequence(text))
 
 
@@ -271,7 +285,7 @@ def content_word_sequence(text: str) -> tuple[str, ...]:
     stop = _stop_words()
     words: list[str] = []
     for latin, chars in _runs(normalise(text)):
-        for word in (w.lower() for w in _LATIN_WORD.findall(latin)):
+        for word in (without_accents(w.lower()) for w in _LATIN_WORD.findall(latin)):
             if word.isdigit() or word in _NEGATIONS or (word not in stop and len(word) > 1):
                 words.append(_stem(word))
         if chars:

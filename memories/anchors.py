@@ -4,8 +4,8 @@ Dense similarity says two texts are about the same thing; it does not see that "
 Leurda" and "Leurda is a tributary of the Tabaci" swap their names, nor that "Tom lives in Boston" and "汤姆住在
 芝加哥" name two cities. The anchors do: the numbers (in digits, or small ones spelled out in English or Chinese),
 the Latin-script names (any Latin word inside Chinese text; in English text capitalised words that are no stop
-word) and jieba's person, place and organisation names in Chinese text, all normalised (core.text.normalise) and
-case-folded.
+word) and jieba's person, place and organisation names in Chinese text, all normalised (core.text.normalise),
+case-folded and without accents (core.text.without_accents: "Malmö" and "Malmo" are one name).
 
 Across scripts an anchor is matched without transliteration: the same Latin word or number on both sides
 ("我的狗叫Pixel", "a dog called Pixel"), or two names of one place (core.gazetteer: "里斯本", "Lisbon").
@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 
 from core import gazetteer
-from core.text import CJK_RUN, LATIN_LETTERS, normalise
+from core.text import CJK_RUN, LATIN_LETTERS, normalise, without_accents
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _LATIN_WORD = re.compile(rf"[{LATIN_LETTERS}][{LATIN_LETTERS}0-9'.+#-]*")
@@ -111,7 +111,7 @@ def anchors(text: str) -> tuple[str, ...]:
             elif run:
                 found.append((run[0].start(), " ".join(w.group().rstrip(".'") for w in run)))
                 run = []
-    ordered = [word.casefold() for _, word in sorted(found)]
+    ordered = [without_accents(word.casefold()) for _, word in sorted(found)]
     return tuple(dict.fromkeys(word for word in ordered if word))
 
 
@@ -135,7 +135,7 @@ def _chinese_names(text: str) -> list[tuple[int, str]]:
 
 def covered(anchor: str, text: str) -> bool:
     """Whether `text` states `anchor`: the same word or number, or a name of the same place."""
-    folded = normalise(text).casefold()
+    folded = without_accents(normalise(text).casefold())
     if not has_cjk(anchor):
         # A whole word or number: "1" is not in "1001", nor "tromsø" in "tromsøya"; a CJK neighbour is a boundary
         if re.search(rf"(?<![{LATIN_LETTERS}0-9]){re.escape(anchor)}(?![{LATIN_LETTERS}0-9])", folded):

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 from core import stores
 from core.llm import LLMClient, LLMError
 from core.stored_text import Text, joined
-from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_word_order
+from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_word_order, without_accents
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.curation_model import ask_model
@@ -501,7 +501,9 @@ class Curator:
         if not same_word_order(memory.content, existing.content):
             return False  # the same words in another order: "Lia lent Tom a pen" is not "Tom lent Lia a pen"
         if own or theirs:
-            return {(s.key, s.value) for s in own} == {(s.key, s.value) for s in theirs}
+            return {(s.key, without_accents(s.value)) for s in own} == {
+                (s.key, without_accents(s.value)) for s in theirs
+            }
         mine, their_words = content_words(memory.content), content_words(existing.content)
         # A repeat says what the fact says, not a scrap of it ("朝鲜核试验" after "朝鲜核试验引发担忧"), and a text of
         # stop words alone says nothing to compare.

@@ -386,9 +386,10 @@ def _is_personal_name(value: str, text: str) -> bool:
 
 def same_value(one: str, other: str) -> bool:
     """Two values of one attribute agree when one says no more than the other ("march 14" / "on 14 march",
-    "subaru outback" / "2019 subaru outback")."""
-    from core.text import content_words
+    "subaru outback" / "2019 subaru outback"), accents aside ("Malmö" / "Malmo")."""
+    from core.text import content_words, without_accents
 
+    one, other = without_accents(one), without_accents(other)
     if one == other:
         return True
     a, b = content_words(one), content_words(other)

@@ -382,6 +382,25 @@ def test_quotes_dashes_and_full_width_forms_make_no_new_memory(user, first, agai
     assert Memory.objects.filter(user=user).count() == 1
 
 
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [
+        ("The user lives in Malmö.", "The user lives in Malmo."),
+        ("My cat is called Zoe.", "My cat is called Zoë."),
+        ("Our accountant is Agnès Dubois.", "Our accountant is Agnes Dubois."),
+    ],
+)
+def test_a_name_typed_with_or_without_its_accents_is_a_repeat_not_a_new_value(user, first, again):
+    stored = memory_write(user=user, content=first, memory_type="semantic")
+    repeat = memory_write(user=user, content=again, memory_type="semantic")
+    assert repeat.action == curation.MERGE and repeat.memory.pk == stored.memory.pk
+    assert Memory.objects.get(pk=stored.memory.pk).superseded_by is None
+    renamed = memory_write(
+        user=user, content=again.replace(again.split()[-1], "Chloé."), memory_type="semantic"
+    )
+    assert renamed.action != curation.MERGE  # another value is still another
+
+
 def test_a_value_named_more_or_less_closely_is_the_same_fact(user):
     board = memory_write(user=user, content="Omar's favourite board game is Go", memory_type="semantic")
     card = memory_write(user=user, content="Omar's favourite card game is bridge", memory_type="semantic")
