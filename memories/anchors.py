@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from core import gazetteer
 from core.text import CJK_RUN, LATIN_LETTERS, normalise, without_accents
+from memories.entity_types import is_courtesy_title
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _LATIN_WORD = re.compile(rf"[{LATIN_LETTERS}][{LATIN_LETTERS}0-9'.+#-]*")
@@ -105,14 +106,24 @@ def anchors(text: str) -> tuple[str, ...]:
             # A capital that opens a sentence marks a name only on a word of meaning ("Elif", not "The").
             if m is not None and m.group()[0].isupper() and m.group().casefold().rstrip(".'") not in stop:
                 if run and text[run[-1].end() : m.start()] != " ":
-                    found.append((run[0].start(), " ".join(w.group().rstrip(".'") for w in run)))
+                    found.append(_name(run))
                     run = []
                 run.append(m)  # "United Kingdom", "Gerry Kiely": one name
             elif run:
-                found.append((run[0].start(), " ".join(w.group().rstrip(".'") for w in run)))
+                found.append(_name(run))
                 run = []
     ordered = [without_accents(word.casefold()) for _, word in sorted(found)]
     return tuple(dict.fromkeys(word for word in ordered if word))
+
+
+def _name(run: list[re.Match]) -> tuple[int, str]:
+    """A run of capitalised words as one anchor, without a courtesy title before it: "Dr. Alvarez" is the
+    "Alvarez医生" of a Chinese restatement (memories.entity_types.is_courtesy_title)."""
+    words = [w.group().rstrip(".'") for w in run]
+    start = 0
+    while start < len(words) - 1 and is_courtesy_title(words[start]):
+        start += 1
+    return run[start].start(), " ".join(words[start:])
 
 
 @lru_cache(maxsize=1)

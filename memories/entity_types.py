@@ -40,6 +40,11 @@ _NUMBER = re.compile(
 )
 
 
+def is_courtesy_title(word: str) -> bool:
+    """ "Dr", "Mrs.", "Prof": a word that precedes a name and is no part of it."""
+    return word.casefold().rstrip(".") in _TITLES
+
+
 def is_name(name: str) -> bool:
     """False for what is never an entity: no letter at all, a number or ordinal, or a masked secret."""
     name = name.strip()
@@ -177,7 +182,7 @@ def trimmed(tokens: list) -> list:
     start = 0
     while start < len(tokens) - 1 and (
         tokens[start].pos_ in ("DET", "PRON", "PUNCT", "ADP", "CCONJ")
-        or tokens[start].lower_.rstrip(".") in _TITLES
+        or is_courtesy_title(tokens[start].lower_)
     ):
         start += 1
     end = len(tokens)
@@ -188,7 +193,7 @@ def trimmed(tokens: list) -> list:
 
 def is_title(tokens: list) -> bool:
     """A courtesy title or a role in capitals before a name ("Dr", "CEO"), not part of it."""
-    return all(t.lower_.rstrip(".") in _TITLES or (t.is_upper and len(t.text) > 1) for t in tokens)
+    return all(is_courtesy_title(t.lower_) or (t.is_upper and len(t.text) > 1) for t in tokens)
 
 
 def recased(text: str, doc) -> str | None:

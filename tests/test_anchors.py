@@ -31,3 +31,9 @@ def test_numbers_and_names_next_to_chinese_characters_are_still_whole_words():
 def test_an_accented_latin_name_inside_chinese_text_is_one_entity():
     names = {mention.name for mention in extract_mentions("小林上个月去了São Tomé出差。")}
     assert "São Tomé" in names
+
+
+def test_a_courtesy_title_is_no_part_of_a_name():
+    assert anchors.anchors("Our vet is Dr. Ferreira and Mrs Lund runs the shop.") == ("ferreira", "lund")
+    # A title alone is still compared: nothing else names whom it means.
+    assert anchors.anchors("Ask the Prof.") == ("ask", "prof")

@@ -420,6 +420,12 @@ def test_a_fact_restated_in_the_other_language_is_a_repeat_and_a_new_value_repla
     assert moved.action == curation.SUPERSEDE and [m.pk for m in moved.superseded] == [vienna.memory.pk]
 
 
+def test_a_restatement_in_the_other_language_may_put_the_title_after_the_name(user):
+    english = memory_write(user=user, content="Our family doctor is Dr. Haugen.", memory_type="semantic")
+    chinese = memory_write(user=user, content="我们的家庭医生是Haugen医生。", memory_type="semantic")
+    assert chinese.action == curation.MERGE and chinese.memory.pk == english.memory.pk
+
+
 def test_a_value_the_other_language_may_name_is_neither_replaced_nor_merged(user):
     first = memory_write(user=user, content="The user works at Bramblecote.", memory_type="semantic")
     other = memory_write(user=user, content="我在布兰布科特工作。", memory_type="semantic")
