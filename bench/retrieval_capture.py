@@ -80,7 +80,9 @@ def index_code() -> str:
         repr((p.sparse, p.payload, {k: np.round(v, 3).tolist() for k, v in sorted(p.dense.items())}))
         for p in hybrid.points(items, stores.embedding_set().embed_documents(probe))
     ]
-    parts += [inspect.getsource(f) for f in (mirror.payload, chunk_mirror.chunk_payload)]
+    parts += [
+        inspect.getsource(f) for f in (mirror.payload, chunk_mirror.chunk_payload, chunk_mirror.indexed_text)
+    ]
     parts += [
         p.read_text() for p in sorted((Path(__file__).parent.parent / "knowledge" / "pipeline").glob("*.py"))
     ]

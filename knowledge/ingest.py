@@ -29,7 +29,7 @@ from core.models import MirrorState
 from core.stored_text import Text, key_of
 from core.text import without_paths
 from core.vectorstore import VectorStoreError
-from knowledge.mirror import COLLECTION, chunk_payload, chunk_store
+from knowledge.mirror import COLLECTION, chunk_payload, chunk_store, indexed_text
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.pipeline import ChunkSpec, ConversionError, Converted, Part, chunk_paragraphs, split_paragraphs
 from knowledge.pipeline.bounded import Budget, LLMSettings, convert_bounded
@@ -113,7 +113,8 @@ def _ingest(document_id: str) -> Document | None:
             notice=notice,
         )
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
-        vectors = _embed(document_id, [spec.text for spec in specs]) if specs else {}
+        texts = [indexed_text(spec.heading_path, spec.text) for spec in specs]
+        vectors = _embed(document_id, texts) if specs else {}
         _store(document, specs, vectors)
     except Cancelled:
         cleanup(document)
@@ -269,7 +270,10 @@ def _store(document: Document, specs: Sequence[ChunkSpec], vectors: dict[str, li
         for spec in specs
     ]
     Chunk.objects.bulk_create(chunks, batch_size=500)
-    points = hybrid.points([(str(c.pk), c.text, chunk_payload(c)) for c in chunks], vectors)
+    points = hybrid.points(
+        [(str(c.pk), indexed_text(c.heading_path, c.text), chunk_payload(c)) for c in chunks],
+        vectors,
+    )
     # Points go in last, inside the transaction: if this raises, the rows roll back and cleanup deletes
     # any points the store accepted before failing.
     store = chunk_store()

@@ -134,6 +134,22 @@ def test_a_disabled_chunk_stays_out_of_the_vector_store_through_sync_and_resync(
 # --- edit --------------------------------------------------------------------------------------------------------
 
 
+def test_a_passage_is_found_by_its_sections_headings_and_shown_without_them(user):
+    # Two sections say the same words; only their headings tell them apart.
+    ingest_text(user, "# Lisbon office\n\n## Hours\n\nOpen from 8:00 to 19:00 on weekdays.", title="offices")
+    ingest_text(user, "# Porto office\n\n## Hours\n\nOpen from 9:00 to 17:00 on weekdays.", title="offices 2")
+    for query, opening in [
+        ("When does the Porto office open?", "9:00 to"),
+        ("Lisbon office hours", "8:00 to"),
+    ]:
+        best = search_chunks(user=user, query=query).hits[0].chunk
+        assert opening in best.text and best.text.startswith("Open from")
+    # An edit is indexed the same way: the page's copy of the text, the index's with its headings.
+    porto = Chunk.objects.get(user=user, text__contains="9:00 to 17:00")
+    chunk_update(chunk=porto, text="Open from 10:00 to 16:00 on weekdays.", via=ChunkEditVia.API)
+    assert "10:00" in search_chunks(user=user, query="When does the Porto office open?").hits[0].chunk.text
+
+
 def test_an_edited_chunk_is_embedded_again_and_keeps_its_old_text(api, user):
     chunk = tides(ingest_text(user))
     old = chunk.text
