@@ -66,10 +66,11 @@ class CapturedUnit:
         return [self.ids[rows[i]] for i in np.argsort(-total, kind="stable")[:LIMIT]]
 
 
-def index_code() -> str:
-    """What a stored point holds, probed: the points core.hybrid.points makes of two texts (dense vectors
-    rounded, sparse terms, payload), the rows' payloads and the chunker. An index made otherwise is redone;
-    query-time code (fusion, weights, floors) may change without that."""
+def index_code(kind: str = "memory") -> str:
+    """What a stored point of a set of this kind holds, probed: the points core.hybrid.points makes of two texts
+    (dense vectors rounded, sparse terms, payload), the rows' payloads, the chunker and, for knowledge, the text
+    a chunk is indexed by. An index made otherwise is redone; query-time code (fusion, weights, floors) may change
+    without that."""
     from core import hybrid, stores
     from knowledge import mirror as chunk_mirror
     from memories import mirror
@@ -80,12 +81,12 @@ def index_code() -> str:
         repr((p.sparse, p.payload, {k: np.round(v, 3).tolist() for k, v in sorted(p.dense.items())}))
         for p in hybrid.points(items, stores.embedding_set().embed_documents(probe))
     ]
-    parts += [
-        inspect.getsource(f) for f in (mirror.payload, chunk_mirror.chunk_payload, chunk_mirror.indexed_text)
-    ]
+    parts += [inspect.getsource(f) for f in (mirror.payload, chunk_mirror.chunk_payload)]
     parts += [
         p.read_text() for p in sorted((Path(__file__).parent.parent / "knowledge" / "pipeline").glob("*.py"))
     ]
+    if kind == "knowledge":  # what a chunk is indexed by: the memory sets' captures need not be redone for it
+        parts.append(inspect.getsource(chunk_mirror.indexed_text))
     return "\n".join(parts)
 
 

@@ -196,10 +196,10 @@ def main() -> None:
         from core import stores
 
         stores.embedding_set().embed_documents(["warm-up", "预热"])
-        code = index_code()
+        codes = {kind: index_code(kind) for kind in {es.kind for es in sets}}
         captured = {}
         for es in list(sets):
-            units = [capture_unit(es, data_dir, unit, code, args.stored_only) for unit in es.units]
+            units = [capture_unit(es, data_dir, unit, codes[es.kind], args.stored_only) for unit in es.units]
             if any(unit is None for unit in units):
                 log(f"{es.name}: not captured in {args.stored_only}, left out")
                 sets.remove(es)
