@@ -368,37 +368,34 @@ def test_consolidation_proposes_what_a_promoted_memory_repeats_or_outdates(user)
 
 
 @pytest.mark.parametrize(
-    ("first", "again"),
+    ("first", "again", "action"),
     [
-        ("Omar’s favourite board game is “Go” – always!", 'Omar\'s favourite board game is "Go" - always'),
-        ("Ｍｙ ｖｅｔ ｉｓ Ｄｒ Ｌｉｎｄｑｖｉｓｔ。", "my vet is dr lindqvist"),
-        ("用户的「暗号」是‘山竹’——别忘了！", "用户的\"暗号\"是'山竹'-别忘了"),
+        # Quotes, dashes and full-width forms: the same text, an exact duplicate.
+        (
+            "Omar’s favourite board game is “Go” – always!",
+            'Omar\'s favourite board game is "Go" - always',
+            "duplicate",
+        ),
+        ("Ｍｙ ｖｅｔ ｉｓ Ｄｒ Ｌｉｎｄｑｖｉｓｔ。", "my vet is dr lindqvist", "duplicate"),
+        ("用户的「暗号」是‘山竹’——别忘了！", "用户的\"暗号\"是'山竹'-别忘了", "duplicate"),
+        # A name with or without its accents: the same value, a repeat and not a newer value.
+        ("The user lives in Malmö.", "The user lives in Malmo.", "merge"),
+        ("My cat is called Zoe.", "My cat is called Zoë.", "merge"),
+        ("Our accountant is Agnès Dubois.", "Our accountant is Agnes Dubois.", "merge"),
     ],
 )
-def test_quotes_dashes_and_full_width_forms_make_no_new_memory(user, first, again):
+def test_text_typed_differently_is_a_repeat_not_a_new_memory_or_value(user, first, again, action):
     stored = memory_write(user=user, content=first, memory_type="semantic")
     repeat = memory_write(user=user, content=again, memory_type="semantic")
-    assert repeat.action == curation.DUPLICATE and repeat.memory.pk == stored.memory.pk
-    assert Memory.objects.filter(user=user).count() == 1
-
-
-@pytest.mark.parametrize(
-    ("first", "again"),
-    [
-        ("The user lives in Malmö.", "The user lives in Malmo."),
-        ("My cat is called Zoe.", "My cat is called Zoë."),
-        ("Our accountant is Agnès Dubois.", "Our accountant is Agnes Dubois."),
-    ],
-)
-def test_a_name_typed_with_or_without_its_accents_is_a_repeat_not_a_new_value(user, first, again):
-    stored = memory_write(user=user, content=first, memory_type="semantic")
-    repeat = memory_write(user=user, content=again, memory_type="semantic")
-    assert repeat.action == curation.MERGE and repeat.memory.pk == stored.memory.pk
+    assert repeat.action == action and repeat.memory.pk == stored.memory.pk
+    assert [m.pk for m in Memory.objects.filter(user=user)] == [stored.memory.pk]
     assert Memory.objects.get(pk=stored.memory.pk).superseded_by is None
-    renamed = memory_write(
-        user=user, content=again.replace(again.split()[-1], "Chloé."), memory_type="semantic"
-    )
-    assert renamed.action != curation.MERGE  # another value is still another
+
+
+def test_a_name_with_other_letters_is_still_another_value(user):
+    memory_write(user=user, content="My cat is called Zoë.", memory_type="semantic")
+    renamed = memory_write(user=user, content="My cat is called Chloé.", memory_type="semantic")
+    assert renamed.action == curation.SUPERSEDE
 
 
 def test_a_value_named_more_or_less_closely_is_the_same_fact(user):

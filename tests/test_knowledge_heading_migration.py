@@ -1,30 +1,20 @@
 """knowledge 0007: chunks indexed before their section's headings were part of the index are written again."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from core import mirror_outbox
 from core.models import MirrorState
 from knowledge.models import Chunk
 from knowledge.search import search_chunks
+from tests.migrating import models_as_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("knowledge", "0006_document_message_keys")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 def test_chunks_under_a_heading_are_marked_and_the_sweep_indexes_them_with_it():
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
-    old = _migrate(BEFORE)
-    try:
+    with models_as_of(BEFORE) as old:
         user = old.get_model("auth", "User").objects.create(username="alice")
         document = old.get_model("knowledge", "Document").objects.create(
             user=user,
@@ -48,8 +38,6 @@ def test_chunks_under_a_heading_are_marked_and_the_sweep_indexes_them_with_it():
                 token_count=6,
                 mirror_state="synced",
             )
-    finally:
-        _migrate(leaves)
 
     states = dict(Chunk.objects.values_list("heading_path", "mirror_state"))
     assert states == {"Oslo office > Hours": MirrorState.PENDING, "": MirrorState.SYNCED}

@@ -1,11 +1,10 @@
 """knowledge 0004: images stored before this version lose the metadata-only chunks they were given."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from knowledge.ingest import NO_TEXT_IN_IMAGE
 from knowledge.models import Chunk, ChunkEdit, Document
+from tests.migrating import models_as_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -13,17 +12,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("knowledge", "0003_chunk_curation"), ("knowledge", "0003_document_paused")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 def test_metadata_only_image_chunks_are_dropped_and_described_images_and_text_keep_theirs():
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
-    old = _migrate(BEFORE)
-    try:
+    with models_as_of(BEFORE) as old:
         user = old.get_model("auth", "User").objects.create(username="alice")
         OldDocument = old.get_model("knowledge", "Document")
         OldChunk = old.get_model("knowledge", "Chunk")
@@ -50,8 +40,6 @@ def test_metadata_only_image_chunks_are_dropped_and_described_images_and_text_ke
                 )
                 OldChunkEdit.objects.create(chunk=chunk, via="api", changes={"enabled": [True, False]})
             made[name] = document.pk
-    finally:
-        _migrate(leaves)
 
     def state(name):
         document = Document.objects.get(pk=made[name])

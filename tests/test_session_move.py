@@ -5,10 +5,10 @@ and the links memories and accesses hold to them, and its admin history follows 
 import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from conversations.models import AgentSession, ChatMessage
 from memories.models import Memory, MemoryAccess
+from tests.migrating import models_as_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,22 +17,8 @@ BEFORE_ISSUE_13 = [("agents", "0001_initial"), ("memories", "0008_user_archived_
 BEFORE_ISSUE_34 = [("memories", "0014_message_keys"), ("conversations", None)]
 
 
-def _migrate(targets):
-    """Run migrations to `targets` and return the models as they were at that point."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state([t for t in targets if t[1] is not None]).apps
-
-
-def _leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
-
-
 def test_rows_written_before_the_first_move_survive_both():
-    leaves = _leaves()
-    old = _migrate(BEFORE_ISSUE_13)
-    try:
+    with models_as_of(BEFORE_ISSUE_13) as old:
         user = old.get_model("auth", "User").objects.create(username="alice")
         session = old.get_model("agents", "AgentSession").objects.create(
             user=user, key="chat-1", title="Chat"
@@ -48,8 +34,6 @@ def test_rows_written_before_the_first_move_survive_both():
         )
         # Migrating back gave agents its content types again (memories 0009 reversed).
         before = [ContentType.objects.get(app_label="agents", model=model).pk for model in MOVED]
-    finally:
-        _migrate(leaves)
     ContentType.objects.clear_cache()
 
     moved = AgentSession.objects.get(pk=session.pk)
@@ -100,14 +84,10 @@ def test_an_install_filled_through_the_api_loses_nothing_moving_sessions_to_conv
     assert len(filled["sessions"]) >= 3 and len(filled["messages"]) >= 4 and filled["accesses"]
     assert any(message_id for _, _, message_id, _ in filled["memories"])  # a memory captured from the chat
 
-    leaves = _leaves()
-    old = _migrate(BEFORE_ISSUE_34)
-    try:
+    with models_as_of(BEFORE_ISSUE_34) as old:
         assert old.get_model("memories", "AgentSession").objects.count() == len(filled["sessions"])
         assert old.get_model("memories", "ChatMessage").objects.count() == len(filled["messages"])
         assert "agents_chatmessage" in connection.introspection.table_names()
-    finally:
-        _migrate(leaves)
     ContentType.objects.clear_cache()
 
     assert _everything() == filled
