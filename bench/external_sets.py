@@ -35,6 +35,7 @@ SEED = 20261206
 SOURCES = {
     "uner_en": ("UniversalNER/UNER_English-EWT", "8ed072de2fd24022cc62458997fe96a8fe191ea4"),
     "uner_zh": ("UniversalNER/UNER_Chinese-GSDSIMP", "1f0307599dece7b83f4cba90ce9b63ef37a7b162"),
+    "uner_en_pud": ("UniversalNER/UNER_English-PUD", "07ea0553144e3fcf3d6633efe2a075b725a0d262"),
     "pawsx": ("zejunwang1/CSTS", "2e7eeedf505c78bf39d34f836773081cfc98af0c"),
     "paws": ("google-research-datasets/paws", "02b29f3af1143620d1b7f352247e65c0bdd2ec18"),
     "stsb": ("PhilipMay/stsb-multi-mt", "30de0dec4ee199b7f42351d3f1a0b19592955385"),
@@ -138,6 +139,22 @@ def convert_ner_uner() -> None:
             counts.append(
                 f"| {lang} | {split} | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
             )
+    # English of another kind: news and Wikipedia (EWT is web text), a test set only.
+    sentences = uner_sentences("uner_en_pud", "en_pud-ud-test.iob2")
+    files["en_pud.json"] = {
+        "name": "uner_en_pud",
+        "lang": "en",
+        "split": "pud",
+        "source": f"{SOURCES['uner_en_pud'][0]} @ {SOURCES['uner_en_pud'][1]}, en_pud-ud-test.iob2",
+        "sentences": sentences,
+    }
+    by_type = defaultdict(int)
+    for sentence in sentences:
+        for entity in sentence["entities"]:
+            by_type[entity["type"]] += 1
+    counts.append(
+        f"| en | pud | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
+    )
     readme = f"""# Universal NER v1: English EWT and Simplified Chinese GSD (named entity spans)
 
 Sources (bare git snapshots, read with `git show`):
@@ -145,6 +162,8 @@ Sources (bare git snapshots, read with `git show`):
   (English Web Treebank: reviews, e-mails, answers, blogs, newsgroups).
 - {SOURCES["uner_zh"][0]} @ {SOURCES["uner_zh"][1]}: `zh_gsdsimp-ud-dev.iob2`, `zh_gsdsimp-ud-test.iob2`
   (Chinese GSD Simplified: Wikipedia).
+- {SOURCES["uner_en_pud"][0]} @ {SOURCES["uner_en_pud"][1]}: `en_pud-ud-test.iob2` (English Parallel UD: 1,000
+  sentences of news and Wikipedia; its only split, written `en_pud.json`; licence CC BY-SA 3.0, LICENSE.txt).
 
 Licence: "The labels, like the treebank, are licensed under the Creative Commons License Attribution-ShareAlike
 4.0 International" (LICENSE.txt of both repositories). Paper: Mayhew et al., "Universal NER: A Gold-Standard
