@@ -41,7 +41,7 @@ _NUMBER = re.compile(
 
 
 def is_courtesy_title(word: str) -> bool:
-    """ "Dr", "Mrs.", "Prof": a word that precedes a name and is no part of it."""
+    """A word that precedes a name and is no part of it: "Dr", "Mrs.", "Prof"."""
     return word.casefold().rstrip(".") in _TITLES
 
 
@@ -60,14 +60,15 @@ _PLACE_FRAME = re.compile(
     r"headquartered|located) in(?: the)?|住在|居住在|居住于|定居在|定居于|生活在|位于|坐落在|坐落于|总部设在|总部在)\s*$",
     re.IGNORECASE,
 )
-# The verbs whose subject is a person: one lives, grows up, is born, studies somewhere ("Nadia lives in Salvador":
-# spaCy's small model calls Nadia a place). Firms are based or located, not living; "works at" has no firm either.
+# The verbs whose subject is a person: one lives, grows up, is born, studies or works somewhere ("Nadia lives in
+# Salvador": spaCy's small model calls Nadia a place). A firm is based or located somewhere, and does none of these.
 _PERSON_FRAME = re.compile(
     r"(?:\s+(?:now|still|also)?\s*(?:lives|lived|grew up|was born|resides|resided|works|worked|studied|studies) "
     r"(?:in|at|as)\b|(?:现在|目前|一直|也)?(?:住在|居住在|生活在|毕业于|就读于|出生于|出生在))",
     re.IGNORECASE,
 )
-# How far before a name a place frame may end ("lives in the city of Valencia" is out of reach, by design: short).
+# The text before a name that a place frame is looked for in: the frame must end right before the name ("lives in
+# the city of Valencia" is no frame, by design), so this only has to hold the frame itself.
 _FRAME_REACH = 40
 
 
