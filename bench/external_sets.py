@@ -122,39 +122,30 @@ def uner_sentences(source: str, path: str) -> list[dict]:
 def convert_ner_uner() -> None:
     files = {}
     counts = []
-    for lang, source, stem in (("en", "uner_en", "en_ewt-ud"), ("zh", "uner_zh", "zh_gsdsimp-ud")):
-        for split in ("dev", "test"):
-            sentences = uner_sentences(source, f"{stem}-{split}.iob2")
-            files[f"{lang}_{split}.json"] = {
-                "name": f"uner_{lang}_{split}",
-                "lang": lang,
-                "split": split,
-                "source": f"{SOURCES[source][0]} @ {SOURCES[source][1]}, {stem}-{split}.iob2",
-                "sentences": sentences,
-            }
-            by_type = defaultdict(int)
-            for sentence in sentences:
-                for entity in sentence["entities"]:
-                    by_type[entity["type"]] += 1
-            counts.append(
-                f"| {lang} | {split} | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
-            )
-    # English of another kind: news and Wikipedia (EWT is web text), a test set only.
-    sentences = uner_sentences("uner_en_pud", "en_pud-ud-test.iob2")
-    files["en_pud.json"] = {
-        "name": "uner_en_pud",
-        "lang": "en",
-        "split": "pud",
-        "source": f"{SOURCES['uner_en_pud'][0]} @ {SOURCES['uner_en_pud'][1]}, en_pud-ud-test.iob2",
-        "sentences": sentences,
-    }
-    by_type = defaultdict(int)
-    for sentence in sentences:
-        for entity in sentence["entities"]:
-            by_type[entity["type"]] += 1
-    counts.append(
-        f"| en | pud | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
-    )
+    # (lang, split, source, file): EWT (web text) and GSD with their dev and test splits, and English of another
+    # kind, PUD (news and Wikipedia), whose only split is a test set.
+    parts = [
+        (lang, split, source, f"{stem}-{split}.iob2")
+        for lang, source, stem in (("en", "uner_en", "en_ewt-ud"), ("zh", "uner_zh", "zh_gsdsimp-ud"))
+        for split in ("dev", "test")
+    ]
+    parts.insert(2, ("en", "pud", "uner_en_pud", "en_pud-ud-test.iob2"))
+    for lang, split, source, path in parts:
+        sentences = uner_sentences(source, path)
+        files[f"{lang}_{split}.json"] = {
+            "name": f"uner_{lang}_{split}",
+            "lang": lang,
+            "split": split,
+            "source": f"{SOURCES[source][0]} @ {SOURCES[source][1]}, {path}",
+            "sentences": sentences,
+        }
+        by_type = defaultdict(int)
+        for sentence in sentences:
+            for entity in sentence["entities"]:
+                by_type[entity["type"]] += 1
+        counts.append(
+            f"| {lang} | {split} | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
+        )
     readme = f"""# Universal NER v1: English EWT and Simplified Chinese GSD (named entity spans)
 
 Sources (bare git snapshots, read with `git show`):
