@@ -115,7 +115,7 @@ def _ingest(document_id: str) -> Document | None:
         _set(document_id, status=DocumentStatus.EMBEDDING, progress=30)
         texts = [indexed_text(spec.heading_path, spec.text) for spec in specs]
         vectors = _embed(document_id, texts) if specs else {}
-        _store(document, specs, vectors)
+        _store(document, specs, texts, vectors)
     except Cancelled:
         cleanup(document)
         logger.info("ingestion of %s cancelled", document_id)
@@ -247,7 +247,10 @@ def _embed(document_id: str, texts: list[str]) -> dict[str, list[np.ndarray]]:
 
 
 @transaction.atomic
-def _store(document: Document, specs: Sequence[ChunkSpec], vectors: dict[str, list[np.ndarray]]) -> None:
+def _store(
+    document: Document, specs: Sequence[ChunkSpec], texts: Sequence[str], vectors: dict[str, list[np.ndarray]]
+) -> None:
+    """The chunks of `specs` and their points: `texts` are what each was embedded from (indexed_text), in order."""
     document = Document.objects.select_for_update().get(pk=document.pk)
     if document.status == DocumentStatus.CANCELLED:
         raise Cancelled
@@ -271,8 +274,7 @@ def _store(document: Document, specs: Sequence[ChunkSpec], vectors: dict[str, li
     ]
     Chunk.objects.bulk_create(chunks, batch_size=500)
     points = hybrid.points(
-        [(str(c.pk), indexed_text(c.heading_path, c.text), chunk_payload(c)) for c in chunks],
-        vectors,
+        [(str(c.pk), text, chunk_payload(c)) for c, text in zip(chunks, texts, strict=True)], vectors
     )
     # Points go in last, inside the transaction: if this raises, the rows roll back and cleanup deletes
     # any points the store accepted before failing.
