@@ -16,12 +16,13 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from core.secrets import PLACEHOLDER, without_masks
 from core.text import CJK_RUN, LATIN_LETTERS, cjk_ratio
-from memories import entity_types
+from memories import english_typer, entity_types
 
 logger = logging.getLogger(__name__)
 
@@ -272,13 +273,12 @@ def _model_mentions(text: str) -> list[Mention]:
                 mentions.append(Mention(word, entity_types.chinese_type(word, entity_type)))
         mentions.extend(_latin_in_chinese(text))
     else:
-        technical = [
-            Mention(m.group(), "PRODUCT")
-            for m in _LATIN_NAME.finditer(text)
-            if _TECHNICAL_NAME.search(m.group()) and not _ABBREVIATION.match(m.group())
-        ]
+        technical = technical_names(text)
         mentions.extend(technical)
-        mentions.extend(_english_mentions(text, {mention.key for mention in technical}))
+        mentions.extend(
+            Mention(name.name, english_typer.retyped(*name.span, name.name, name.spacy_type, name.rule_type))
+            for name in english_names(text, {mention.key for mention in technical})
+        )
     mentions = [_with_model_number(text, mention) for mention in mentions]
     mentions = [Mention(m.name, entity_types.framed_type(text, m.name, m.entity_type)) for m in mentions]
     unique: dict[str, Mention] = {}
@@ -348,7 +348,27 @@ def _with_model_number(text: str, mention: Mention) -> Mention:
     return Mention(numbered.group(), mention.entity_type) if numbered else mention
 
 
-def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
+def technical_names(text: str) -> list[Mention]:
+    """Latin-script technical names (Vue.js, C++, JavaScript): products, whatever a language model says."""
+    return [
+        Mention(m.group(), "PRODUCT")
+        for m in _LATIN_NAME.finditer(text)
+        if _TECHNICAL_NAME.search(m.group()) and not _ABBREVIATION.match(m.group())
+    ]
+
+
+@dataclass(frozen=True)
+class EnglishName:
+    """A name in English text, typed by spaCy and by the rules (memories.entity_types), with where it stands in
+    spaCy's parse: what memories.english_typer reads to type it again."""
+
+    name: str
+    spacy_type: str  # CONCEPT: a proper noun spaCy's NER left out
+    rule_type: str
+    span: tuple[Any, int, int]  # (spaCy's doc, its first token, its end token)
+
+
+def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
     """spaCy's named entities, trimmed (memories.entity_types), then proper-noun runs its NER left out. A
     sentence opening with a capitalised word spaCy took for a name is read again with that word in lower case:
     "Met Marco at …" then gives the person "Marco", not "Met Marco"."""
@@ -388,13 +408,15 @@ def _english_mentions(text: str, technical_keys: set[str]) -> list[Mention]:
             else:
                 spans[run[0].i] = (run[-1].i + 1, "CONCEPT")
             run = []
-    mentions = []
+    names = []
     for start, (end, entity_type) in sorted(spans.items()):
         name = text[doc[start].idx : doc[end - 1].idx + len(doc[end - 1])].strip()
         if entity_key(name) in technical_keys or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name)):
             continue
-        mentions.append(Mention(name, entity_types.english_type(name, entity_type)))
-    return mentions
+        names.append(
+            EnglishName(name, entity_type, entity_types.english_type(name, entity_type), (doc, start, end))
+        )
+    return names
 
 
 def _pattern_relations(text: str, mentions: list[Mention]) -> list[RelationMention]:
