@@ -178,7 +178,7 @@ def without(mechanism: str):
         entity_types.trimmed = lambda tokens: tokens  # type: ignore[assignment]
     elif mechanism == "re-reading a capitalised opening word":
         entity_types.recased = lambda text, doc: None  # type: ignore[assignment]
-    elif mechanism == 'frames ("lives in X", "X lives in", "住在")':
+    elif mechanism == 'frames ("lives in X", "X lives in", "works at X", "住在")':
         entity_types.framed_type = lambda text, name, entity_type: entity_type  # type: ignore[assignment]
     elif mechanism == "given names (Faker)":
         entity_types._given_names = lambda: frozenset()  # type: ignore[assignment]
@@ -209,7 +209,7 @@ ABLATIONS = (
     "re-reading a capitalised opening word",
     "places (gazetteer)",
     "given names (Faker)",
-    'frames ("lives in X", "X lives in", "住在")',
+    'frames ("lives in X", "X lives in", "works at X", "住在")',
 )
 
 

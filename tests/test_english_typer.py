@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memories import english_typer
+from memories import english_typer, entity_types
 from memories.entities import extract
 
 
@@ -43,6 +43,17 @@ def test_what_the_rules_are_sure_of_stays():
     assert types("Noor is a data analyst at Harwick Labs.") == {("Noor", "PERSON"), ("Harwick Labs", "ORG")}
     assert ("French", "SKILL") in types("She speaks French with her clients.")
     assert ("Node.js", "PRODUCT") in types("We moved the billing service to Node.js last week.")
+
+
+def test_a_frame_outranks_the_re_typer(monkeypatch):
+    # "worked at" takes an organisation: the sentence's own words beat a model that learned from web text, where
+    # what one is "at" is mostly a shop or a town.
+    assert ("Pellham", "ORG") in types("My brother worked at Pellham before the merger.")
+    # spaCy calls Zentrix a person, the re-typer a place, the frame an organisation.
+    assert ("Zentrix", "ORG") in types("Priya works at Zentrix now.")
+    monkeypatch.setattr(entity_types, "framed_type", lambda text, name, entity_type: entity_type)
+    assert ("Pellham", "PLACE") in types("My brother worked at Pellham before the merger.")
+    assert ("Zentrix", "PLACE") in types("Priya works at Zentrix now.")
 
 
 def test_the_weights_say_where_they_come_from():
