@@ -7,22 +7,19 @@ given-name hits), trained by bench/train_english_types.py on the mentions memori
 NER's English EWT train split. Its fourth class, KEEP, is a mention that is no person, place or organisation there
 (a product, an event): the rule type stands. The weights are a committed data file
 (memories/data/english_types.json, with its source and licence); scoring is a sum of a few dozen weight rows in
-plain Python, a few microseconds a name.
+plain Python (memories.learned_types), a few microseconds a name.
 """
 
-import json
 import re
-from functools import cache
 from pathlib import Path
 
 from core import gazetteer
-from memories import entity_types
+from memories import entity_types, learned_types
 
 WEIGHTS = Path(__file__).resolve().parent / "data" / "english_types.json"
 # Only what a person, place or organisation may have been mistaken for is retyped: a skill ("French") or a time
 # stays what the rules said, and the regex-found technical products never reach this module.
 RETYPED = frozenset(("PERSON", "PLACE", "ORG", "CONCEPT", "PRODUCT", "EVENT"))
-KEEP = "KEEP"
 _SHAPE_RUNS = re.compile(r"(.)\1+")
 
 
@@ -77,16 +74,10 @@ def retyped(doc, start: int, end: int, name: str, spacy_type: str, rule_type: st
         # trusting it changes nothing on EWT dev and keeps the hand-written dev sentences' organisations.
         return rule_type
     model = _model()
-    weights = model["weights"]
-    scores = [0.0] * len(model["classes"])
-    for feature in features(doc, start, end, name, spacy_type, rule_type, model["groups"]):
-        row = weights.get(feature)
-        if row is not None:
-            scores = [score + weight for score, weight in zip(scores, row, strict=True)]
-    best = model["classes"][scores.index(max(scores))]
-    return rule_type if best == KEEP else best
+    return learned_types.predicted(
+        model, features(doc, start, end, name, spacy_type, rule_type, model["groups"]), rule_type
+    )
 
 
-@cache
 def _model() -> dict:
-    return json.loads(WEIGHTS.read_text())
+    return learned_types.load(WEIGHTS)
