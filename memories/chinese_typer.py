@@ -1,6 +1,7 @@
 """The learned re-typer of Chinese names: PERSON, PLACE or ORG from the words around a name and its own first and
-last characters, where jieba's part-of-speech tags and the rules of memories.entity_types guess wrong (jieba tags
-"阿里巴巴" as a person's name).
+last characters, where jieba's part-of-speech tags and the rules of memories.entity_types guess wrong. It learns
+little about organisations (324 of the 8,383 names in its training data): a company jieba tags as a person's name
+("阿里巴巴") mostly stays one.
 
 A multinomial logistic regression over sparse features of a mention (jieba's tag and the rule type, the words
 and tags either side, the name's first and last characters and length, whether an organisation ending found it),
