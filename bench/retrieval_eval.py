@@ -86,7 +86,7 @@ QUANTILES = (None, 0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 0.75, 0.9)
 CUT_BUDGET = 0.01
 
 
-def choose(dev, captured, models, log) -> dict:
+def choose(dev, captured, models, baselines, log) -> dict:
     """Every configuration tried and, per set, the one chosen on the others; the final one on all."""
     from core.ranking import RANKING
 
@@ -97,8 +97,9 @@ def choose(dev, captured, models, log) -> dict:
     for option in FUSION["model_weights"]:
         kept = {name: value for name, value in option.items() if name in models}
         weights += [] if kept in weights else [kept]
+    needs = {es.name: rc.rule_need(es.questions, baselines[es.name]) for es in dev}
     fusion = rc.evaluate_grid(
-        dev, captured, rc.configurations(start, {**FUSION, "model_weights": weights}), models, log=log
+        dev, captured, rc.configurations(start, {**FUSION, "model_weights": weights}), needs, models, log=log
     )
     names = [es.name for es in dev]
     folds = {name: [other for other in names if other != name] for name in names}
@@ -110,7 +111,7 @@ def choose(dev, captured, models, log) -> dict:
         if first not in shaping_grids:
             log(f"shaping grid on fusion choice {first}")
             shaping_grids[first] = rc.evaluate_grid(
-                dev, captured, rc.configurations(fusion.configs[first], SHAPING), models, log=log
+                dev, captured, rc.configurations(fusion.configs[first], SHAPING), needs, models, log=log
             )
         grid = shaping_grids[first]
         chosen[fold] = grid.configs[grid.choose(others)]
@@ -211,7 +212,7 @@ def main() -> None:
         for model_set in args.model_sets.split(","):
             models = model_set.split("+")
             baselines = {es.name: rc.signal_outcomes(captured[es.name], models) for es in sets}
-            choices[model_set] = (choose(dev, captured, models, log), baselines)
+            choices[model_set] = (choose(dev, captured, models, baselines, log), baselines)
             rc.forget_scaled()  # the next set's scaling differs; the report recomputes what it needs
         log("left-out figures, the test sets, the model ablation")
         results = report(

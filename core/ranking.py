@@ -25,8 +25,8 @@ class RankingConfig:
     #: σ added for a text holding all of the query's terms: lexical_weight × coverage ** lexical_power, where
     #: coverage is the IDF-weighted share of the query's terms the text holds (texts in the query's script
     #: only). A power over 1 keeps a partial match on one rare word from counting like a whole match.
-    lexical_weight: float = 20.0
-    lexical_power: float = 2.0
+    lexical_weight: float = 30.0
+    lexical_power: float = 3.0
     #: The lexical part counts in proportion to the share of the cross-lingual models' first this-many hits that
     #: are in the query's script: in a store of two languages, words shared with same-script texts must not
     #: outweigh an answer in the other language, which no lexical match can find.
@@ -64,7 +64,7 @@ class RankingConfig:
     #: value is a quantile of the model's best cosine for questions whose answer is not stored, in the
     #: development sets (bench/retrieval_eval.py).
     model_floors: dict[str, float] = field(
-        default_factory=lambda: {"bge_zh": 0.39, "minilm": 0.1643, "use": 0.145}
+        default_factory=lambda: {"bge_zh": 0.39, "minilm": 0.1643, "use": 0.1419}
     )
 
     def model_weight(self, name: str) -> float:
