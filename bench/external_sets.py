@@ -1,7 +1,7 @@
 """Convert public evaluation data (fetched git snapshots of its repositories) into the benches' formats.
 
     .venv/bin/python bench/external_sets.py            # every set → ../shared/bench/external/<name>/
-    .venv/bin/python bench/external_sets.py --only ner_uner
+    .venv/bin/python bench/external_sets.py --only ner_uner --only ner_btc
 
 Reads each source with `git show <commit>:<path>` from the bare snapshot the `fetch` tool left under
 /work/.mirror/<owner>+<name>/repo (MIRRORS overrides the folder). Standard library only: nothing of Mnemo is used,
@@ -10,6 +10,7 @@ commit, licence and the exact conversion. The data is never committed to this re
 
 Sets written:
 - ner_uner: Universal NER v1, English EWT and Simplified Chinese GSD, dev and test (PER / LOC / ORG).
+- ner_btc: the Broad Twitter Corpus (English tweets), dev and test (PER / LOC / ORG).
 - dedupe_pawsx_zh: PAWS-X Chinese paraphrase pairs (same meaning or not), dev and test.
 - dedupe_stsb: STS benchmark, English original and its Chinese translation, scored pairs and translation pairs.
 - dedupe_tatoeba: Tatoeba English-Chinese pairs: cross-language restatements, paraphrases through a shared
@@ -25,7 +26,7 @@ import os
 import random
 import re
 import subprocess
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,7 @@ SOURCES = {
     # ORG 1434/1436). Its extra label OTH maps to nothing, as UNER's own conversion drops it.
     "uner_en_train": ("UniversalNER/UNER_English-EWT", "0c7ce0debb13a7d304da656f16309397e8ff36ef"),
     "uner_en_pud": ("UniversalNER/UNER_English-PUD", "07ea0553144e3fcf3d6633efe2a075b725a0d262"),
+    "btc": ("GateNLP/broad_twitter_corpus", "0c45ef7b1924a6b8115bceab388781590b1b553a"),
     "pawsx": ("zejunwang1/CSTS", "2e7eeedf505c78bf39d34f836773081cfc98af0c"),
     "paws": ("google-research-datasets/paws", "02b29f3af1143620d1b7f352247e65c0bdd2ec18"),
     "stsb": ("PhilipMay/stsb-multi-mt", "30de0dec4ee199b7f42351d3f1a0b19592955385"),
@@ -100,28 +102,33 @@ def uner_sentences(source: str, path: str) -> list[dict]:
         rows = [line.split("\t") for line in lines if not line.startswith("#")]
         if text is None or not rows:
             continue
-        position, spans, current = 0, [], None
-        for row in rows:
-            token, tag = row[1], row[2]
-            start = text.find(token, position)
-            if start < 0:  # a token the text spells otherwise: keep the order, give up the span
-                start = position
-            end = start + len(token)
-            position = end
-            if tag.startswith("B-") or (tag.startswith("I-") and (current is None or current[2] != tag[2:])):
-                current = [start, end, tag[2:]]
-                spans.append(current)
-            elif tag.startswith("I-") and current is not None:
-                current[1] = end
-            else:
-                current = None
-        entities = [
-            {"name": text[s:e], "type": UNER_TYPES[t], "start": s, "end": e}
-            for s, e, t in spans
-            if t in UNER_TYPES
-        ]
-        sentences.append({"id": sent_id, "text": text, "entities": entities})
+        sentences.append(tagged_sentence(sent_id, text, [(row[1], row[2]) for row in rows]))
     return sentences
+
+
+def tagged_sentence(sent_id: str | None, text: str, tagged: list[tuple[str, str]]) -> dict:
+    """A sentence with the entities its (token, IOB2 tag) pairs give, as character spans of `text` (the tokens
+    located in it in order)."""
+    position, spans, current = 0, [], None
+    for token, tag in tagged:
+        start = text.find(token, position)
+        if start < 0:  # a token the text spells otherwise: keep the order, give up the span
+            start = position
+        end = start + len(token)
+        position = end
+        if tag.startswith("B-") or (tag.startswith("I-") and (current is None or current[2] != tag[2:])):
+            current = [start, end, tag[2:]]
+            spans.append(current)
+        elif tag.startswith("I-") and current is not None:
+            current[1] = end
+        else:
+            current = None
+    entities = [
+        {"name": text[s:e], "type": UNER_TYPES[t], "start": s, "end": e}
+        for s, e, t in spans
+        if t in UNER_TYPES
+    ]
+    return {"id": sent_id, "text": text, "entities": entities}
 
 
 def convert_ner_uner() -> None:
@@ -178,6 +185,88 @@ Format: `{{"name", "lang", "split", "source", "sentences": [{{"id", "text", "ent
 "start", "end"}}]}}]}}`.
 """
     write("ner_uner", files, readme)
+
+
+# --- NER: Broad Twitter Corpus -----------------------------------------------------------------------------
+
+# A token written against the one before it: closing punctuation and English clitics ("Iverson 's" is
+# "Iverson's"); and the one after a lone "@", which the corpus's CoNLL split from its handle ("@ SportsCenter").
+_CLOSES = re.compile(r"^(?:[.,:;!?)\]}%…]+|'(?:s|m|d|ll|re|ve)|n't)$", re.IGNORECASE)
+_OPENS = frozenset(("@", "(", "[", "{"))
+
+
+def tweet_text(tokens: list[str]) -> str:
+    """The tweet as it was written, near enough, from its tokens: a space between two, except before closing
+    punctuation and clitics and after an opening bracket or "@"."""
+    text = ""
+    for token in tokens:
+        if text and not _CLOSES.match(token) and text.split(" ")[-1] not in _OPENS:
+            text += " "
+        text += token
+    return text
+
+
+def btc_sentences(source: str, path: str) -> list[dict]:
+    """Tweets with their entities as character spans of the text rebuilt from their tokens (tweet_text). The
+    lone "@" the CoNLL split from a handle carries the handle's label as an entity of its own ("@" B-PER,
+    "NikoWavy" B-PER): a span with no letter or digit is no name and is left out; the handle stays."""
+    sentences = []
+    for number, block in enumerate(show(source, path).split("\n\n")):
+        tagged = [tuple(line.split("\t")) for line in block.splitlines() if line.strip()]
+        if not tagged:
+            continue
+        sentence = tagged_sentence(f"{Path(path).name}-{number}", tweet_text([t for t, _ in tagged]), tagged)
+        sentence["entities"] = [e for e in sentence["entities"] if any(c.isalnum() for c in e["name"])]
+        sentences.append(sentence)
+    return sentences
+
+
+def convert_ner_btc() -> None:
+    repository, commit = SOURCES["btc"]
+    files, counts = {}, []
+    for split in ("dev", "test"):
+        path = f"train_dev_test_conll/btc.{split}"
+        sentences = btc_sentences("btc", path)
+        files[f"en_btc_{split}.json"] = {
+            "name": f"btc_en_{split}",
+            "lang": "en",
+            "split": split,
+            "source": f"{repository} @ {commit}, {path}",
+            "sentences": sentences,
+        }
+        by_type = Counter(entity["type"] for sentence in sentences for entity in sentence["entities"])
+        counts.append(
+            f"| en | {split} | {len(sentences)} | {by_type['PERSON']} | {by_type['PLACE']} | {by_type['ORG']} |"
+        )
+    readme = f"""# Broad Twitter Corpus: English tweets (named entity spans)
+
+Source (a bare git snapshot, read with `git show`): {repository} @ {commit}: `train_dev_test_conll/btc.dev`,
+`train_dev_test_conll/btc.test` (the corpus's recommended splits, its README: test is section F, "Twitterati",
+2009-2014; dev the second half of section H, a non-UK general collection of 2014; train, used only by
+bench/train_english_types.py, everything else). Tweets of many kinds and places, with @mentions, hashtags and
+URLs: English of a third kind, beside UNER's web text (EWT) and news (PUD).
+
+Licence: CC BY 4.0 (the repository's LICENSE; its README: "The BTC is released as CC-BY 4.0"). Paper: Derczynski,
+Bontcheva and Roberts, "Broad Twitter Corpus: A Diverse Named Entity Recognition Resource", COLING 2016. Used for
+evaluation only; not in the project repo.
+
+Conversion (`bench/external_sets.py ner_btc` in the Mnemo repo, with the parser ner_uner uses): the CoNLL holds
+tokens and IOB2 tags only, so each tweet's text is rebuilt from its tokens, left as they are: a space between
+two, except before closing punctuation and clitics ("Iverson's", "do n't" → "don't") and after a lone "@",
+which the CoNLL split from its handle ("@SportsCenter" as it was written). The tags give the entity spans as
+character offsets into that text; labels map one to one: PER → PERSON, LOC → PLACE, ORG → ORG. The lone "@"
+carries its handle's label as an entity of its own ("@" B-ORG, "SportsCenter" B-ORG): spans with no letter or
+digit are left out, so the handle is the entity. Nothing else is dropped or sampled; ids are
+`<file>-<tweet number>`.
+
+| lang | split | tweets | PERSON | PLACE | ORG |
+|---|---|---|---|---|---|
+{chr(10).join(counts)}
+
+Format: `{{"name", "lang", "split", "source", "sentences": [{{"id", "text", "entities": [{{"name", "type",
+"start", "end"}}]}}]}}`, as ner_uner's.
+"""
+    write("ner_btc", files, readme)
 
 
 # --- Duplicates and updates ---------------------------------------------------------------------------------
@@ -445,6 +534,7 @@ one side. Three kinds of pair are built, all labelled by how they are built (see
 
 CONVERTERS = {
     "ner_uner": convert_ner_uner,
+    "ner_btc": convert_ner_btc,
     "dedupe_pawsx_zh": convert_pawsx,
     "dedupe_stsb": convert_stsb,
     "dedupe_tatoeba": convert_tatoeba,
