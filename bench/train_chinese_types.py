@@ -85,14 +85,15 @@ def featurise(found: list[tuple], groups) -> list[list[str]]:
 
 RECIPE = type_training.Recipe(
     typer=chinese_typer,
-    source="uner_zh",
-    train_file="zh_gsdsimp-ud-train.iob2",
-    described="Universal NER v1, Chinese GSD Simplified train split",
+    train=(
+        type_training.TrainSet(
+            "uner_zh", "zh_gsdsimp-ud-train.iob2", "Universal NER v1, Chinese GSD Simplified train split"
+        ),
+    ),
     trained_by="bench/train_chinese_types.py",
     examples=examples,
     featurise=featurise,
-    dev_file="zh_dev.json",
-    label="GSD",
+    dev=(("ner_uner/zh_dev.json", "GSD"),),
     turned_off=lambda: without(CHINESE_RETYPER),
     groups=GROUPS,
     penalty=PENALTY,

@@ -59,35 +59,51 @@ def fit(rows: list[list[str]], labels: list[str], penalty: float) -> dict[str, l
 
 
 @dataclass(frozen=True)
+class TrainSet:
+    """A train file of a source and the reader of bench/external_sets.py that parses it."""
+
+    source: str  # a key of bench.external_sets.SOURCES
+    file: str
+    described: str  # the train file in words, for the weights' header
+    read: Callable[[str, str], list[dict]] = uner_sentences
+    repeats: int = 1  # how many times each of its names counts in the fit, beside another set's
+
+    def header(self) -> str:
+        repository, commit = SOURCES[self.source]
+        counted = f", each name counted {self.repeats} times" if self.repeats > 1 else ""
+        return f"{repository} @ {commit}, {self.file} ({self.described}{counted})"
+
+
+@dataclass(frozen=True)
 class Recipe:
     """What a training script gives: where its examples come from, how it measures dev, and what it chose."""
 
     typer: ModuleType  # the re-typer module: its WEIGHTS path and _model(), replaced while measuring
-    source: str  # a key of bench.external_sets.SOURCES
-    train_file: str
-    described: str  # the train file in words, for the weights' header
+    train: tuple[TrainSet, ...]
     trained_by: str
-    examples: Callable[[list[dict]], list[tuple]]  # (name, gold class) from UNER sentences
+    examples: Callable[[list[dict]], list[tuple]]  # (name, gold class) from tagged sentences
     featurise: Callable[[list[tuple], tuple], list[list[str]]]
-    dev_file: str  # in the external ner_uner folder
-    label: str  # the dev set's name in what is printed
+    dev: tuple[tuple[str, str], ...]  # (file under the external folder, its name in what is printed)
     turned_off: Callable[[], AbstractContextManager]  # the extraction without the re-typer
     groups: tuple[str, ...]
     penalty: float  # L2, per example
     keep_margin: float
     variants: tuple = ()  # (groups, penalty) compared on dev with --variants
     margins: tuple = (0.0, 0.5, 1.5, 2.5)
+    trains: tuple[tuple[TrainSet, ...], ...] = ()  # other train data compared on dev with --variants
+    licence: str = "CC BY-SA 4.0 (the training data's; LICENSE.txt of the source repository)"
 
 
-def model(weights: dict, groups, recipe: Recipe, keep_margin: float = 0.0) -> dict:
+def model(
+    weights: dict, groups, recipe: Recipe, keep_margin: float = 0.0, train: tuple[TrainSet, ...] | None = None
+) -> dict:
     """The weights file's content. `keep_margin` lowers KEEP's bias: a gold entity the rules left untyped
     (CONCEPT, OTHER) counts as a wrong type, so a less timid model trades a little span precision for type
     accuracy."""
     weights["bias"][CLASSES.index("KEEP")] = round(weights["bias"][CLASSES.index("KEEP")] - keep_margin, 4)
-    repository, commit = SOURCES[recipe.source]
     return {
-        "source": f"{repository} @ {commit}, {recipe.train_file} ({recipe.described})",
-        "licence": "CC BY-SA 4.0 (the training data's; LICENSE.txt of the source repository)",
+        "source": "; ".join(train_set.header() for train_set in train or recipe.train),
+        "licence": recipe.licence,
         "trained_by": recipe.trained_by,
         "classes": list(CLASSES),
         "groups": list(groups),
@@ -104,24 +120,34 @@ def as_json(trained: dict) -> str:
 
 
 def dev_figures(recipe: Recipe, trained: dict | None) -> str:
-    """UNER dev and the hand-written dev sentences as bench/extraction_eval.py measures them, with the model
-    `trained` in place of the re-typer's (None: without the re-typer)."""
+    """The recipe's dev sets and the hand-written dev sentences as bench/extraction_eval.py measures them, with
+    the model `trained` in place of the re-typer's (None: without the re-typer)."""
     from bench.extraction_eval import DATA, evaluate, evaluate_ner
 
     saved_model = recipe.typer._model
     recipe.typer._model = lambda: trained
+    figures, accuracies = [], []
     try:
         with recipe.turned_off() if trained is None else nullcontext():
-            dev = json.loads((external_dir() / "ner_uner" / recipe.dev_file).read_text())["sentences"]
-            r = evaluate_ner(dev)
+            for file, label in recipe.dev:
+                r = evaluate_ner(json.loads((external_dir() / file).read_text())["sentences"])
+                per_type = " ".join(f"{t} {r['by_type'][t][0]:.3f}" for t in ("PERSON", "PLACE", "ORG"))
+                figures.append(
+                    f"{label} dev type accuracy {r['type_accuracy']:.3f} ({per_type}), found {r['found']}, "
+                    f"span precision {r['span_precision']:.3f}"
+                )
+                accuracies.append(r["type_accuracy"])
             hand = evaluate(json.loads((DATA / "sentences_dev.json").read_text())["sentences"])
     finally:
         recipe.typer._model = saved_model
-    per_type = " ".join(f"{t} {r['by_type'][t][0]:.3f}" for t in ("PERSON", "PLACE", "ORG"))
-    return (
-        f"{recipe.label} dev type accuracy {r['type_accuracy']:.3f} ({per_type}), found {r['found']}, "
-        f"span precision {r['span_precision']:.3f}; hand-written dev entity P {hand['entity_precision']:.3f} "
-        f"R {hand['entity_recall']:.3f} type ok {hand['type_accuracy']:.3f}"
+    if len(accuracies) > 1:
+        figures.append(f"mean type accuracy {sum(accuracies) / len(accuracies):.3f}")
+    return "; ".join(
+        figures
+        + [
+            f"hand-written dev entity P {hand['entity_precision']:.3f} R {hand['entity_recall']:.3f} "
+            f"type ok {hand['type_accuracy']:.3f}"
+        ]
     )
 
 
@@ -139,9 +165,21 @@ def main(recipe: Recipe, description: str) -> None:
 
     django.setup()
     started = time.perf_counter()
-    train = recipe.examples(uner_sentences(recipe.source, recipe.train_file))
+    found = {}  # the names of each train file, read once
+    for train_set in recipe.train + sum(recipe.trains if args.variants else (), ()):
+        if (train_set.source, train_set.file) not in found:
+            names = recipe.examples(train_set.read(train_set.source, train_set.file))
+            found[train_set.source, train_set.file] = names
+            print(
+                f"{train_set.file}: {len(names)} train names ({dict(Counter(label for _, label in names))})"
+            )
+    print(f"read in {time.perf_counter() - started:.0f} s")
+    train = [
+        name
+        for train_set in recipe.train
+        for name in found[train_set.source, train_set.file] * train_set.repeats
+    ]
     labels = [label for _, label in train]
-    print(f"{len(train)} train names ({dict(Counter(labels))}) in {time.perf_counter() - started:.0f} s")
     print(f"without the re-typer: {dev_figures(recipe, None)}")
     for groups, penalty in recipe.variants if args.variants else ():
         trained = model(
@@ -154,6 +192,26 @@ def main(recipe: Recipe, description: str) -> None:
             {feature: list(row) for feature, row in fitted.items()}, recipe.groups, recipe, margin
         )
         print(f"KEEP margin {margin:g}: {dev_figures(recipe, trained)}")
+    for other in recipe.trains if args.variants else ():
+        names = [
+            name
+            for train_set in other
+            for name in found[train_set.source, train_set.file] * train_set.repeats
+        ]
+        other_labels = [label for _, label in names]
+        fitted_other = fit(recipe.featurise(names, recipe.groups), other_labels, recipe.penalty)
+        for margin in (recipe.keep_margin, *recipe.margins):
+            trained = model(
+                {feature: list(row) for feature, row in fitted_other.items()},
+                recipe.groups,
+                recipe,
+                margin,
+                other,
+            )
+            print(
+                f"trained on {' + '.join(t.file for t in other)}, KEEP margin {margin:g}: "
+                f"{dev_figures(recipe, trained)}"
+            )
     trained = model(fitted, recipe.groups, recipe, recipe.keep_margin)
     chosen = f"{'+'.join(recipe.groups)}, L2 {recipe.penalty:g}, KEEP margin {recipe.keep_margin:g}"
     print(f"chosen {chosen} ({len(trained['weights'])} features): {dev_figures(recipe, trained)}")
