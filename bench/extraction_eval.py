@@ -12,8 +12,9 @@ test is only reported.
   type is reported separately as the share of matched entities with the labelled type, PRODUCT and SKILL counted
   as one).
 - External data: Universal NER v1, English EWT (web text) and PUD (news and Wikipedia, a test set only) and
-  Chinese GSD Simplified (../shared/bench/external/ner_uner, CC BY-SA 4.0 and 3.0; bench/external_sets.py
-  converts it; its README has the sources and commits). For the entities the
+  Chinese GSD Simplified (../shared/bench/external/ner_uner, CC BY-SA 4.0 and 3.0), and the Broad Twitter Corpus
+  (English tweets, ../shared/bench/external/ner_btc, CC BY 4.0); bench/external_sets.py converts them, and their
+  READMEs have the sources and commits. For the entities the
   extraction finds (a gold PERSON / PLACE / ORG span whose merge key equals a mention's), the share whose type is
   right; span precision over the mentions typed PERSON / PLACE / ORG (UNER labels no other kind); recall of the
   gold spans. Parameters (memories.entity_types.CITY_POPULATION, the re-typer's features and settings) were
@@ -218,22 +219,38 @@ ABLATIONS = (
 )
 
 
+# (lang, split as the tables name it, file under the external folder)
+EXTERNAL_SETS = (
+    ("en", "dev", "ner_uner/en_dev.json"),
+    ("en", "test", "ner_uner/en_test.json"),
+    ("en", "pud", "ner_uner/en_pud.json"),
+    ("en", "btc dev", "ner_btc/en_btc_dev.json"),
+    ("en", "btc test", "ner_btc/en_btc_test.json"),
+    ("zh", "dev", "ner_uner/zh_dev.json"),
+    ("zh", "test", "ner_uner/zh_test.json"),
+)
+# The test sets of the mechanism table, by the name of its columns.
+ABLATED = {"en": ("en", "test"), "zh": ("zh", "test"), "btc": ("en", "btc test")}
+
+
 def external_ner() -> list[str]:
-    folder = external_dir() / "ner_uner"
+    folder = external_dir()
     lines = [
         "",
-        "## External data: Universal NER v1 (English EWT and PUD, Chinese GSD Simplified)",
+        "## External data: Universal NER v1 (English EWT and PUD, Chinese GSD Simplified), Broad Twitter Corpus",
         "",
-        f"Source and licence: `{folder}/README.md` (UniversalNER/UNER_English-EWT @ 8ed072d, "
+        f"Source and licence: `{folder}/ner_uner/README.md` (UniversalNER/UNER_English-EWT @ 8ed072d, "
         "UniversalNER/UNER_Chinese-GSDSIMP @ 1f03075; CC BY-SA 4.0; UniversalNER/UNER_English-PUD @ 07ea055, "
-        "CC BY-SA 3.0). Labels PER → PERSON, LOC → PLACE, ORG → ORG. "
+        f"CC BY-SA 3.0) and `{folder}/ner_btc/README.md` (GateNLP/broad_twitter_corpus @ 0c45ef7, CC BY 4.0: "
+        'English tweets; its own splits, dev a 2014 general collection, test the "Twitterati" section; the text '
+        "rebuilt from the tokens). Labels PER → PERSON, LOC → PLACE, ORG → ORG. "
         "Type accuracy: of the gold PERSON / PLACE / ORG entities the extraction finds (same merge key), the share "
         "it types right (any other type it gives, CONCEPT for an untyped proper noun included, counts as wrong). "
         "Span precision: of its mentions typed PERSON / PLACE / ORG, the share that are gold spans. "
         "CITY_POPULATION was chosen on dev; test is only reported. The learned re-typer of English names "
         "(memories.english_typer) is trained on the EWT train split only (bench/train_english_types.py; "
         "UniversalNER/UNER_English-EWT @ 0c7ce0d, the snapshot's only copy of the train file, CC BY-SA 4.0), "
-        "its features and settings chosen on dev. The learned re-typer of Chinese names (memories.chinese_typer) is "
+        "its features and settings chosen on dev (adding BTC train was compared on EWT and BTC dev and left out). The learned re-typer of Chinese names (memories.chinese_typer) is "
         "trained on the GSD Simplified train split only (bench/train_chinese_types.py; UniversalNER/UNER_Chinese-GSDSIMP "
         "@ 1f03075, zh_gsdsimp-ud-train.iob2, CC BY-SA 4.0), its features and settings chosen on dev.",
         "",
@@ -242,8 +259,8 @@ def external_ner() -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     data = {}
-    for lang, split in (("en", "dev"), ("en", "test"), ("en", "pud"), ("zh", "dev"), ("zh", "test")):
-        sentences = json.loads((folder / f"{lang}_{split}.json").read_text())["sentences"]
+    for lang, split, file in EXTERNAL_SETS:
+        sentences = json.loads((folder / file).read_text())["sentences"]
         data[(lang, split)] = sentences
         r = evaluate_ner(sentences)
         g = evaluate_ner(sentences, graph=True)
@@ -252,36 +269,40 @@ def external_ner() -> list[str]:
             f"| {lang} | {split} | {r['sentences']} | {r['gold']} | {r['found']} ({r['recall']:.3f}) | "
             f"**{r['type_accuracy']:.3f}** | {per_type} | {r['span_precision']:.3f} | {g['type_accuracy']:.3f} |"
         )
-        if split == "test":
+        if (lang, split) == ABLATED["zh"]:
             confusion = r["confusion"]
     lines += [
         "",
         "PERSON / PLACE / ORG: type accuracy per gold type (entities found). pud: English Parallel UD (news and "
-        "Wikipedia, a test set only; EWT is web text), measured as it is, nothing chosen on it. The graph column "
+        "Wikipedia, a test set only; EWT is web text), measured as it is, nothing chosen on it. btc dev, btc test: "
+        "the Broad Twitter Corpus (tweets). The graph column "
         "replays a user who "
         "corrects types as they go (the gold types of entities named in earlier sentences are the graph's).",
         "",
-        "### What each mechanism adds (test; type accuracy / found / span precision without it, and the change)",
+        "### What each mechanism adds (test; type accuracy / found / span precision without it, and the change; "
+        "btc: BTC test)",
         "",
-        "| mechanism turned off | en type accuracy | en found | en span P | zh type accuracy | zh found | zh span P |",
-        "|---|---|---|---|---|---|---|",
+        "| mechanism turned off | "
+        + " | ".join(f"{name} type accuracy | {name} found | {name} span P" for name in ABLATED)
+        + " |",
+        "|---" * (1 + 3 * len(ABLATED)) + "|",
     ]
-    full = {lang: evaluate_ner(data[(lang, "test")]) for lang in ("en", "zh")}
+    full = {name: evaluate_ner(data[key]) for name, key in ABLATED.items()}
     lines.append(
         "| (none: the product) | "
         + " | ".join(
-            f"{full[lang]['type_accuracy']:.3f} | {full[lang]['found']} | {full[lang]['span_precision']:.3f}"
-            for lang in ("en", "zh")
+            f"{full[name]['type_accuracy']:.3f} | {full[name]['found']} | {full[name]['span_precision']:.3f}"
+            for name in ABLATED
         )
         + " |"
     )
     for mechanism in ABLATIONS:
         with without(mechanism):
             cells = []
-            for lang in ("en", "zh"):
-                r = evaluate_ner(data[(lang, "test")])
+            for name, key in ABLATED.items():
+                r = evaluate_ner(data[key])
                 cells.append(
-                    f"{r['type_accuracy']:.3f} ({r['type_accuracy'] - full[lang]['type_accuracy']:+.3f}) | "
+                    f"{r['type_accuracy']:.3f} ({r['type_accuracy'] - full[name]['type_accuracy']:+.3f}) | "
                     f"{r['found']} | {r['span_precision']:.3f}"
                 )
         lines.append(f"| {mechanism} | " + " | ".join(cells) + " |")
