@@ -244,12 +244,19 @@ def is_title(tokens: list) -> bool:
 
 def recased(text: str, doc) -> str | None:
     """`text` with each sentence's opening word in lower case, when spaCy took that word for part of a name
-    (a proper noun) only because of its capital: None when no sentence opens so."""
+    (a proper noun, or a word of what it took for a person's name) only because of its capital: None when no
+    sentence opens so. A person's name opening the sentence is read again only when its first word is no given
+    name ("Email Tom about …", not "Ana lives …")."""
     chars = list(text)
     changed = False
     for sentence in doc.sents:
         first = sentence[0]
-        if first.pos_ == "PROPN" and first.is_title and len(sentence) > 1 and first.ent_type_ != "PERSON":
+        if (
+            (first.pos_ == "PROPN" or first.ent_type_ == "PERSON")
+            and first.is_title
+            and len(sentence) > 1
+            and (first.ent_type_ != "PERSON" or not opens_with_given_name(first.text))
+        ):
             chars[first.idx] = first.text[0].lower()
             changed = True
     return "".join(chars) if changed else None
