@@ -28,8 +28,9 @@ In order of trust:
    person providers, some 80 locales) is a PERSON where spaCy's small model saw an organisation or nothing; a
    designator ending the name ("Acme Corp") makes an ORG, and so does an acronym spaCy left untyped ("AFP").
 5. The language tools: spaCy's named entities for English, jieba's part-of-speech tags for Chinese.
-And never an entity: bare numbers and ordinals ("第一版", "3rd", "2021"), and the placeholders core.privacy
-leaves for a masked secret ("[api_key masked]").
+And never an entity: bare numbers and ordinals ("第一版", "3rd", "2021"), the placeholders core.privacy
+leaves for a masked secret ("[api_key masked]"), e-mail addresses and URLs. An account handle ("@dlopez") is a
+person's name of its own (memories.entities), with or without its "@" (one merge key).
 
 Spans are trimmed with spaCy's own analysis: a leading determiner ("the Department of Defense"), a courtesy
 title ("Dr Smith") and a capitalised verb opening the sentence ("Met Marco at …": the sentence is read again with

@@ -370,6 +370,11 @@ def test_events_feed_the_graph_too(user):
         # ... also where spaCy reads the verb and the name as one person; a given name opening it stays whole.
         ("Email Rosalind about the slides.", {("Rosalind", "PERSON")}),
         ("Rosalind Achebe emailed the slides.", {("Rosalind Achebe", "PERSON")}),
+        # An account handle is a name of its own, a person's, whatever its capitals or the word before it; an
+        # e-mail address's user is no name.
+        ("Ping @jvargas about the budget.", {("@jvargas", "PERSON")}),
+        ("Thanks @KateM for the review.", {("@KateM", "PERSON")}),
+        ("Forward it to ana.silva@example.org today.", set()),
         # Chinese: a transliterated country jieba takes for a person; a Latin given name; a Chinese city GeoNames
         # spells only in traditional characters.
         ("他在立陶宛读书。", {("立陶宛", "PLACE")}),
@@ -384,6 +389,10 @@ def test_events_feed_the_graph_too(user):
 )
 def test_names_are_typed_by_the_packages_gazetteers_and_trimmed(text, expected):
     assert {(m.name, m.entity_type) for m in extract(text).mentions} == expected
+
+
+def test_a_handle_and_its_name_without_the_at_sign_are_one_entity():
+    assert entity_key("@jvargas") == entity_key("jvargas") == "jvargas"
 
 
 @pytest.mark.parametrize(
