@@ -65,18 +65,9 @@ VARIANTS = (
 
 def examples(sentences: list[dict]) -> list[tuple]:
     """(the name as memories.entities finds it, its gold class) for every name the re-typer would see."""
-    from core.secrets import without_masks
-    from memories.entities import chinese_names, entity_key
+    from memories.entities import chinese_names
 
-    found = []
-    for sentence in sentences:
-        gold: dict[str, str] = {}
-        for entity in sentence["entities"]:
-            gold.setdefault(entity_key(entity["name"]), entity["type"])
-        for name in chinese_names(without_masks(sentence["text"])):
-            if name.rule_type in chinese_typer.RETYPED:
-                found.append((name, gold.get(entity_key(name.name), "KEEP")))
-    return found
+    return type_training.labelled_names(sentences, chinese_names, chinese_typer.RETYPED)
 
 
 def featurise(found: list[tuple], groups) -> list[list[str]]:

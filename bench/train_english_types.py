@@ -87,21 +87,15 @@ VARIANTS = (
 
 
 def examples(sentences: list[dict]) -> list[tuple]:
-    """(the name as memories.entities finds it, its gold class) for every name the re-typer would see."""
-    from core.secrets import without_masks
-    from memories.entities import english_names, entity_key, technical_names
+    """(the name as memories.entities finds it, its gold class) for every name the re-typer would see (a handle
+    never is: memories.entities types it)."""
+    from memories.entities import HANDLE, english_names, technical_names
 
-    found = []
-    for sentence in sentences:
-        gold: dict[str, str] = {}
-        for entity in sentence["entities"]:
-            gold.setdefault(entity_key(entity["name"]), entity["type"])
-        text = without_masks(sentence["text"])
+    def names_in(text: str) -> list:
         technical = {mention.key for mention in technical_names(text)}
-        for name in english_names(text, technical):
-            if name.rule_type in english_typer.RETYPED:
-                found.append((name, gold.get(entity_key(name.name), "KEEP")))
-    return found
+        return [name for name in english_names(text, technical) if name.spacy_type != HANDLE]
+
+    return type_training.labelled_names(sentences, names_in, english_typer.RETYPED)
 
 
 def featurise(found: list[tuple], groups) -> list[list[str]]:

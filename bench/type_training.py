@@ -94,6 +94,26 @@ class Recipe:
     licence: str = "CC BY-SA 4.0 (the training data's; LICENSE.txt of the source repository)"
 
 
+def labelled_names(
+    sentences: list[dict], names_in: Callable[[str], list], retyped: frozenset[str]
+) -> list[tuple]:
+    """(name, gold class) for every name `names_in(text)` finds (as memories.entities finds it, so the features
+    are those inference sees) whose rule type the re-typer may change: a name whose merge key is a gold entity's
+    gets that entity's type, any other KEEP (the rules' type stands)."""
+    from core.secrets import without_masks
+    from memories.entities import entity_key
+
+    found = []
+    for sentence in sentences:
+        gold: dict[str, str] = {}
+        for entity in sentence["entities"]:
+            gold.setdefault(entity_key(entity["name"]), entity["type"])
+        for name in names_in(without_masks(sentence["text"])):
+            if name.rule_type in retyped:
+                found.append((name, gold.get(entity_key(name.name), "KEEP")))
+    return found
+
+
 def model(
     weights: dict, groups, recipe: Recipe, keep_margin: float = 0.0, train: tuple[TrainSet, ...] | None = None
 ) -> dict:
