@@ -324,9 +324,7 @@ class ChineseName:
 
     name: str
     rule_type: str
-    span: tuple[
-        list[tuple[str, str]], int, int
-    ]  # (jieba's (word, tag) pairs, the name's first word, its end)
+    span: tuple[list[tuple[str, str]], int, int]  # (jieba's (word, tag) pairs, its first word, its end)
 
 
 def chinese_names(text: str) -> list[ChineseName]:
