@@ -67,7 +67,9 @@ def examples(sentences: list[dict]) -> list[tuple]:
     """(the name as memories.entities finds it, its gold class) for every name the re-typer would see."""
     from memories.entities import chinese_names
 
-    return type_training.labelled_names(sentences, chinese_names, chinese_typer.RETYPED)
+    return type_training.labelled_names(
+        sentences, chinese_names, lambda name: name.rule_type in chinese_typer.RETYPED
+    )
 
 
 def featurise(found: list[tuple], groups) -> list[list[str]]:

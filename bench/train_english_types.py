@@ -87,15 +87,14 @@ VARIANTS = (
 
 
 def examples(sentences: list[dict]) -> list[tuple]:
-    """(the name as memories.entities finds it, its gold class) for every name the re-typer would see (a handle
-    never is: memories.entities types it)."""
-    from memories.entities import HANDLE, english_names, technical_names
+    """(the name as memories.entities finds it, its gold class) for every name the re-typer would see."""
+    from memories.entities import english_names, technical_names
 
-    def names_in(text: str) -> list:
-        technical = {mention.key for mention in technical_names(text)}
-        return [name for name in english_names(text, technical) if name.spacy_type != HANDLE]
-
-    return type_training.labelled_names(sentences, names_in, english_typer.RETYPED)
+    return type_training.labelled_names(
+        sentences,
+        lambda text: english_names(text, {mention.key for mention in technical_names(text)}),
+        lambda name: english_typer.retypes(name.spacy_type, name.rule_type),
+    )
 
 
 def featurise(found: list[tuple], groups) -> list[list[str]]:

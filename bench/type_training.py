@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -95,10 +96,10 @@ class Recipe:
 
 
 def labelled_names(
-    sentences: list[dict], names_in: Callable[[str], list], retyped: frozenset[str]
+    sentences: list[dict], names_in: Callable[[str], list], retypes: Callable[[Any], bool]
 ) -> list[tuple]:
     """(name, gold class) for every name `names_in(text)` finds (as memories.entities finds it, so the features
-    are those inference sees) whose rule type the re-typer may change: a name whose merge key is a gold entity's
+    are those inference sees) that the re-typer may change (`retypes`): a name whose merge key is a gold entity's
     gets that entity's type, any other KEEP (the rules' type stands)."""
     from core.secrets import without_masks
     from memories.entities import entity_key
@@ -109,7 +110,7 @@ def labelled_names(
         for entity in sentence["entities"]:
             gold.setdefault(entity_key(entity["name"]), entity["type"])
         for name in names_in(without_masks(sentence["text"])):
-            if name.rule_type in retyped:
+            if retypes(name):
                 found.append((name, gold.get(entity_key(name.name), "KEEP")))
     return found
 

@@ -20,6 +20,14 @@ WEIGHTS = Path(__file__).resolve().parent / "data" / "english_types.json"
 # Only what a person, place or organisation may have been mistaken for is retyped: a skill ("French") or a time
 # stays what the rules said, and the regex-found technical products never reach this module.
 RETYPED = frozenset(("PERSON", "PLACE", "ORG", "CONCEPT", "PRODUCT", "EVENT"))
+
+
+def retypes(spacy_type: str, rule_type: str) -> bool:
+    """Whether the model may type a name found so, in training as at run time: never an account handle (the
+    rules type it, and its shape is none the model learned from)."""
+    return rule_type in RETYPED and spacy_type != entity_types.HANDLE
+
+
 _SHAPE_RUNS = re.compile(r"(.)\1+")
 
 
@@ -67,7 +75,7 @@ def _shape(name: str) -> str:
 def retyped(doc, start: int, end: int, name: str, spacy_type: str, rule_type: str) -> str:
     """The type the model gives the name, or `rule_type` when it says KEEP, when the rules gave a type it never
     changes, or an organisation by its designator."""
-    if rule_type not in RETYPED:
+    if not retypes(spacy_type, rule_type):
         return rule_type
     if rule_type == "ORG" and entity_types.ends_with_org_designator(name):
         # "a developer at Bluefin Labs": web text puts shops after "at" as places, and outweighs the designator;

@@ -52,7 +52,6 @@ ENTITY_TYPES = ("PERSON", "ORG", "PLACE", "PRODUCT", "SKILL", "EVENT", "TIME", "
 # ("@SarahJ"), and a person unless the user types it otherwise: in the Broad Twitter Corpus' dev split, 81 % of
 # the handles labelled as entities are people (bench/extraction_eval.py).
 _HANDLE = re.compile(r"@[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?")
-HANDLE = "HANDLE"
 _ENGLISH_NOT_NAMES = frozenset(
     "I The A An This That It He She We They You My Our Your Hi Hello Thanks Yes No Oh Wow Hey Also But And So "
     "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
@@ -280,12 +279,7 @@ def _model_mentions(text: str) -> list[Mention]:
         technical = technical_names(text)
         mentions.extend(technical)
         mentions.extend(
-            Mention(
-                name.name,
-                name.rule_type
-                if name.spacy_type == HANDLE  # a handle's shape is none the model was trained on
-                else english_typer.retyped(*name.span, name.name, name.spacy_type, name.rule_type),
-            )
+            Mention(name.name, english_typer.retyped(*name.span, name.name, name.spacy_type, name.rule_type))
             for name in english_names(text, {mention.key for mention in technical})
         )
     mentions = [_with_model_number(text, mention) for mention in mentions]
@@ -418,7 +412,7 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         doc = again  # the same characters but one case: offsets and spans hold, names come from `text`
     spans: dict[int, tuple[int, str]] = {}  # an entity's first token → (its end, its type)
     handles = {token.i for token in doc if _HANDLE.fullmatch(token.text)}
-    spans.update((i, (i + 1, HANDLE)) for i in handles)
+    spans.update((i, (i + 1, entity_types.HANDLE)) for i in handles)
     covered: set[int] = set(handles)
     for ent in doc.ents:
         covered.update(range(ent.start, ent.end))  # a date ("in March") or amount is no name either
@@ -441,7 +435,7 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         if run:
             run = entity_types.trimmed(run)
             following = spans.get(run[-1].i + 1)
-            if following is not None and following[1] == HANDLE:
+            if following is not None and following[1] == entity_types.HANDLE:
                 pass  # a word before a handle is no part of a name ("Ping @dlopez", "cc @mike_r")
             elif following is not None and all(t.dep_ == "compound" and t.head.i in covered for t in run):
                 # Modifiers of the name spaCy found after them: a title or role ("CEO Tim Cook") is no name;
@@ -456,7 +450,9 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         name = text[doc[start].idx : doc[end - 1].idx + len(doc[end - 1])].strip()
         if entity_key(name) in technical_keys or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name)):
             continue
-        rule_type = "PERSON" if entity_type == HANDLE else entity_types.english_type(name, entity_type)
+        rule_type = (
+            "PERSON" if entity_type == entity_types.HANDLE else entity_types.english_type(name, entity_type)
+        )
         names.append(EnglishName(name, entity_type, rule_type, (doc, start, end)))
     return names
 

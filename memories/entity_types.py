@@ -165,6 +165,9 @@ def is_acronym(name: str) -> bool:
     return bool(_ACRONYM.match(name))
 
 
+# What memories.entities gives an account handle ("@dlopez") in place of spaCy's type: a name of its own, typed
+# a person by the rules, never by the learned re-typer.
+HANDLE = "HANDLE"
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 # The words English organisation names end with ("Acme Corp", "Ashdown Horse Transport"): a closed class of
 # company forms and institution heads, the counterpart of memories.entities' Chinese endings.
