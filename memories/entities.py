@@ -384,8 +384,8 @@ def technical_names(text: str) -> list[Mention]:
         for m in _LATIN_NAME.finditer(text)
         if _TECHNICAL_NAME.search(m.group())
         and not _ABBREVIATION.match(m.group())
-        and not text[: m.start()].endswith("@")  # an account handle ("@SarahJ")
-        and not text[m.end() :].startswith("@")  # an e-mail address's user ("ana.silva@…")
+        and not text.endswith("@", 0, m.start())  # an account handle ("@SarahJ")
+        and not text.startswith("@", m.end())  # an e-mail address's user ("ana.silva@…")
     ]
 
 
