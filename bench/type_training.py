@@ -195,11 +195,16 @@ def main(recipe: Recipe, description: str) -> None:
                 f"{train_set.file}: {len(names)} train names ({dict(Counter(label for _, label in names))})"
             )
     print(f"read in {time.perf_counter() - started:.0f} s")
-    train = [
-        name
-        for train_set in recipe.train
-        for name in found[train_set.source, train_set.file] * train_set.repeats
-    ]
+
+    def names_of(train_sets: tuple[TrainSet, ...]) -> list[tuple]:
+        """The labelled names of `train_sets`, each set's as many times as it counts."""
+        return [
+            name
+            for train_set in train_sets
+            for name in found[train_set.source, train_set.file] * train_set.repeats
+        ]
+
+    train = names_of(recipe.train)
     labels = [label for _, label in train]
     print(f"without the re-typer: {dev_figures(recipe, None)}")
     for groups, penalty in recipe.variants if args.variants else ():
@@ -214,11 +219,7 @@ def main(recipe: Recipe, description: str) -> None:
         )
         print(f"KEEP margin {margin:g}: {dev_figures(recipe, trained)}")
     for other in recipe.trains if args.variants else ():
-        names = [
-            name
-            for train_set in other
-            for name in found[train_set.source, train_set.file] * train_set.repeats
-        ]
+        names = names_of(other)
         other_labels = [label for _, label in names]
         fitted_other = fit(recipe.featurise(names, recipe.groups), other_labels, recipe.penalty)
         for margin in (recipe.keep_margin, *recipe.margins):
