@@ -175,10 +175,10 @@ def score(m: dict) -> float:
 RULE_METRICS = ("hit@1", "mrr")
 
 
-def rule_need(questions: Sequence[Question], baselines: dict[str, dict]) -> dict[str, float]:
+def rule_need(baseline_figures: Iterable[dict]) -> dict[str, float]:
     """What the rule asks of Mnemo on a set, per metric: the larger of its best single signal's figure and the
-    plain sum's (`baselines`: signal_outcomes of the set)."""
-    figures = [metrics(questions, outcomes) for outcomes in baselines.values()]
+    plain sum's (`baseline_figures`: the metrics of each of the set's signal_outcomes)."""
+    figures = list(baseline_figures)
     return {key: max(f[key] or 0.0 for f in figures) for key in RULE_METRICS}
 
 

@@ -97,7 +97,9 @@ def choose(dev, captured, models, baselines, log) -> dict:
     for option in FUSION["model_weights"]:
         kept = {name: value for name, value in option.items() if name in models}
         weights += [] if kept in weights else [kept]
-    needs = {es.name: rc.rule_need(es.questions, baselines[es.name]) for es in dev}
+    needs = {
+        es.name: rc.rule_need(rc.metrics(es.questions, o) for o in baselines[es.name].values()) for es in dev
+    }
     fusion = rc.evaluate_grid(
         dev, captured, rc.configurations(start, {**FUSION, "model_weights": weights}), needs, models, log=log
     )
