@@ -448,7 +448,12 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
     names = []
     for start, (end, entity_type) in sorted(spans.items()):
         name = text[doc[start].idx : doc[end - 1].idx + len(doc[end - 1])].strip()
-        if entity_key(name) in technical_keys or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name)):
+        # spaCy may label a run of blank lines as an entity ("see ya!\n\n [shares a photo …]"): no name.
+        if (
+            not name
+            or entity_key(name) in technical_keys
+            or (entity_type == "CONCEPT" and not _LATIN_NAME.match(name))
+        ):
             continue
         rule_type = (
             "PERSON" if entity_type == entity_types.HANDLE else entity_types.english_type(name, entity_type)

@@ -407,6 +407,15 @@ def test_numbers_ordinals_and_masked_secrets_are_never_entities(text):
     assert extract(text).mentions == []
 
 
+def test_blank_lines_spacy_labels_as_an_entity_name_nothing():
+    # spaCy labels the blank lines before a bracketed note ORG; the re-typer's features crashed on the empty name
+    # and took the whole bulk add down with a 500.
+    text = (
+        "Good luck with work, see ya!\n\n [shares a photo: a photo of a record player sitting on the floor]"
+    )
+    assert extract(text).mentions == []
+
+
 def test_the_users_own_types_outrank_the_gazetteer_and_the_models(user):
     from memories.graph import entity_update
 
