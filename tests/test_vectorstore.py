@@ -368,6 +368,54 @@ def test_edge_data_survives_close_and_reopen(tmp_path: Path) -> None:
         second.close()
 
 
+def test_a_new_edge_collection_is_searched_with_the_search_threads_setting(tmp_path: Path) -> None:
+    import json
+
+    from core.vectorstore.edge_root import SEARCH_THREADS
+
+    store = EdgeVectorStore(tmp_path)
+    try:
+        store.ensure_collection(SPEC)
+    finally:
+        store.close()
+    config = json.loads((tmp_path / "memories" / "edge_config.json").read_text())
+    assert config["max_search_threads"] == SEARCH_THREADS
+
+
+def test_an_edge_collection_made_before_the_search_threads_setting_is_searched_with_it(
+    tmp_path: Path,
+) -> None:
+    # As qdrant-edge made shards before Mnemo set max_search_threads: the default pool of a thread per core.
+    import json
+
+    import qdrant_edge as qe
+
+    from core.vectorstore.edge_root import SEARCH_THREADS
+
+    directory = tmp_path / "memories"
+    old = qe.EdgeShard.create(
+        str(directory),
+        qe.EdgeConfig(
+            vectors={"dense": qe.EdgeVectorParams(size=4, distance=qe.Distance.Cosine)},
+            sparse_vectors={"lexical": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        ),
+    )
+    old.flush()
+    old.close()
+    assert "max_search_threads" not in json.loads((directory / "edge_config.json").read_text())
+    store = EdgeVectorStore(tmp_path)
+    try:
+        store.ensure_collection(SPEC)
+        store.upsert("memories", sample_points())
+        assert ids(store.search("memories", using="dense", vector=[1, 0, 0, 0], limit=1)) == [A]
+        assert ids(
+            store.search("memories", using="lexical", vector=SparseVector.from_pairs({3: 1.0}), limit=1)
+        ) == [C]
+    finally:
+        store.close()
+    assert json.loads((directory / "edge_config.json").read_text())["max_search_threads"] == SEARCH_THREADS
+
+
 def test_edge_writes_survive_a_process_that_exits_without_closing(tmp_path: Path) -> None:
     result = run_python(f"""
         import os

@@ -50,7 +50,7 @@ from .base import (
     payload_selector,
     require_where,
 )
-from .edge_root import SHARD_CONFIG, OpenRoot, acquire, edge_error, release
+from .edge_root import SEARCH_THREADS, SHARD_CONFIG, OpenRoot, acquire, edge_error, load_shard, release
 from .edge_shard import OpenShard
 
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -201,13 +201,13 @@ class EdgeVectorStore(VectorStore):
                 os.rename(directory, replaced)
                 os.rename(optimized, directory)
                 try:
-                    shard = qe.EdgeShard.load(str(directory))
+                    shard = load_shard(directory)
                     for operation in journal:  # into the copy's write-ahead log: durable without a flush
                         shard.update(operation)
                 except BaseException:
                     shutil.rmtree(directory, ignore_errors=True)
                     os.rename(replaced, directory)
-                    entry.shard = qe.EdgeShard.load(str(directory))
+                    entry.shard = load_shard(directory)
                     raise
                 entry.shard = shard
                 os.rename(replaced, trash)
@@ -400,6 +400,7 @@ def _edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
             for name, size in spec.dense.items()
         },
         sparse_vectors={name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for name in spec.sparse},
+        max_search_threads=SEARCH_THREADS,
     )
 
 
