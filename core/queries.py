@@ -8,7 +8,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Field, Model, QuerySet
+from django.db.models import BooleanField, F, Field, Model, QuerySet
+from django.db.models.expressions import RawSQL
 
 from core.vectorstore.base import CANONICAL_UUID
 
@@ -19,9 +20,37 @@ def owned_by_pk[M: Model](queryset: QuerySet[M], user: User, ids: Iterable) -> Q
     Comparing `user_id + 0` instead of `user_id` keeps SQLite's planner (it has no table statistics) off the
     per-user indexes, which walk every row of the user: 13 ms instead of ~1 ms for 150 of 10,000 memories.
     """
-    owned = queryset.alias(owner=F("user_id") + 0).filter(owner=user.pk, pk__in=list(ids))
+    owned = with_ids(
+        queryset.alias(owner=F("user_id") + 0).filter(owner=user.pk), queryset.model._meta.pk.name, ids
+    )
     # The cast: django-stubs' plugin types alias() on a QuerySet of a type variable as QuerySet[Model].
     return cast(QuerySet[M], owned)
+
+
+def with_ids[M: Model](queryset: QuerySet[M], field: str, ids: Iterable) -> QuerySet[M]:
+    """queryset.filter(<field>__in=ids) for a UUID column and ids given as UUIDs or their text, with each id
+    turned into the database's form once (stored_uuids), not through Django's four preparation calls per value:
+    a search filters ~130 memory ids twice (candidates, their graph links), ~2 ms of the lock it holds. An id
+    that is no UUID matches nothing."""
+    connection = connections[queryset.db]
+    keys = stored_uuids(ids, connection.features.has_native_uuid_field)
+    if not keys:
+        return queryset.none()
+    column = quoted_column(queryset.model, field, connection)
+    marks = ", ".join(["%s"] * len(keys))
+    return queryset.filter(RawSQL(f"{column} IN ({marks})", keys, output_field=BooleanField()))  # noqa: S611
+
+
+def stored_uuids(ids: Iterable, native: bool) -> list[uuid.UUID | str]:
+    """Each id (a UUID, or its text in any form uuid.UUID reads) as the database stores it, in order, without
+    repeats; ids that are no UUID are left out."""
+    keys: dict[uuid.UUID | str, None] = {}
+    for value in ids:
+        try:
+            keys[_stored_uuid(value, native)] = None
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return list(keys)
 
 
 def raw_rows(queryset: QuerySet) -> list[tuple]:
@@ -44,11 +73,13 @@ def uuid_text(value: object) -> str:
     return str(value)
 
 
-def _stored_uuid(key: str, native: bool) -> uuid.UUID | str:
-    """A UUID's text as the database stores it: a UUID (PostgreSQL), or 32 hex digits (SQLite)."""
-    if not native and CANONICAL_UUID.fullmatch(key):  # str(uuid.UUID)'s form: no parsing needed
+def _stored_uuid(key: object, native: bool) -> uuid.UUID | str:
+    """A UUID, or its text, as the database stores it: a UUID (PostgreSQL), or 32 hex digits (SQLite)."""
+    if isinstance(key, uuid.UUID):
+        return key if native else key.hex
+    if not native and isinstance(key, str) and CANONICAL_UUID.fullmatch(key):  # str(uuid.UUID)'s form
         return key.replace("-", "")  # a fifth of the cost of uuid.UUID(key).hex, for ~300 ids per search
-    parsed = uuid.UUID(key)
+    parsed = uuid.UUID(str(key))
     return parsed if native else parsed.hex
 
 
@@ -66,7 +97,7 @@ def owned_rows(model: type[Model], user: User, ids: Iterable[str], columns: Sequ
     preparation of the key list (four calls per id: 5 ms of a search's graph step for 300 entity ids)."""
     database = router.db_for_read(model)
     connection = connections[database]
-    keys = [_stored_uuid(key, connection.features.has_native_uuid_field) for key in ids]
+    keys = stored_uuids(ids, connection.features.has_native_uuid_field)
     if not keys:
         return []
     table = connection.ops.quote_name(model._meta.db_table)

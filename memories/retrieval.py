@@ -32,7 +32,7 @@ from core import hybrid, stores
 from core.cpu_slots import uses_cpu
 from core.limits import MAX_QUERY_CHARS, check_text
 from core.parallel import side_by_side
-from core.queries import owned_by_pk, owned_rows, quoted_column, raw_rows, uuid_text
+from core.queries import owned_by_pk, owned_rows, quoted_column, raw_rows, uuid_text, with_ids
 from core.ranking import RANKING, RankingConfig
 from core.stored_text import Text, in_language
 from core.text import CJK_RUN, lexical_terms, without_paths
@@ -307,7 +307,7 @@ def _graph_scores(reach: _GraphReach, found: set[str], config: RankingConfig = R
     # Two lookups, not one OR: SQLite answers `memory IN … OR memory.type = …` by scanning every link.
     # The found memories' links are read by memory and kept for the entities in reach here, in Python: with
     # the entity ids in SQL too, SQLite probed every (memory, entity) pair, 100 × 300 probes (12 ms).
-    found_links = _links_to(distance, MemoryEntity.objects.filter(memory_id__in=found))
+    found_links = _links_to(distance, with_ids(MemoryEntity.objects.all(), "memory", found))
     specificity = reach.specificity
     # A memory counts by its closest entities: one that names Ana and Porto is about Ana. Porto is Ana's
     # neighbour only because this very memory names both, so it must not lift it above Ana's other memories.
