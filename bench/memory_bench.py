@@ -191,9 +191,9 @@ def _server_env(data_dir: Path) -> dict[str, str]:
     return embedded_environ(dict(os.environ), data_dir)
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
+def _manage(env: dict[str, str], *args: str, root: Path = ROOT) -> str:
     done = subprocess.run(
-        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        [PYTHON, "manage.py", *args], cwd=root, env=env, capture_output=True, text=True, check=False
     )
     if done.returncode:
         raise RuntimeError(f"manage.py {args[0]} failed:\n{done.stdout}\n{done.stderr}")
@@ -202,28 +202,47 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 @contextmanager
 def mnemo(
-    usernames: Sequence[str], keep: bool = False, threads: int = 4, stack_env: dict[str, str] | None = None
+    usernames: Sequence[str],
+    keep: bool = False,
+    threads: int = 4,
+    stack_env: dict[str, str] | None = None,
+    root: Path = ROOT,
 ) -> Iterator[Server]:
-    """A running Mnemo on a fresh embedded data dir, with a write key per user; stopped by PID on exit.
-    `stack_env` moves it off the embedded defaults (bench/production_stack.py)."""
+    """A running Mnemo (the code at `root`) on a fresh embedded data dir, with a write key per user; stopped by
+    PID on exit. `stack_env` moves it off the embedded defaults (bench/production_stack.py)."""
     data_dir = Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
     env = _server_env(data_dir) | (stack_env or {})
-    process = None
     try:
-        _manage(env, "migrate", "--no-input", "-v", "0")
+        _manage(env, "migrate", "--no-input", "-v", "0", root=root)
         create = (
             "from django.contrib.auth import get_user_model\n"
             "User = get_user_model()\n"
             f"for name in {list(usernames)!r}:\n"
             "    User.objects.create_user(name, password=None)\n"
         )
-        _manage(env, "shell", "-c", create)
+        _manage(env, "shell", "-c", create, root=root)
         keys = {}
         for name in usernames:
-            keys[name] = _manage(env, "create_api_key", name, "--name", "bench").strip().splitlines()[-1]
-        port = free_port()
-        log = data_dir / "gunicorn.log"
-        with open(log, "wb") as out:
+            made = _manage(env, "create_api_key", name, "--name", "bench", root=root)
+            keys[name] = made.strip().splitlines()[-1]
+        with serve(data_dir, env, threads, root) as (base_url, process, log):
+            yield Server(base_url, data_dir, keys, process.pid, log)
+    finally:
+        if not keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def serve(
+    data_dir: Path, env: dict[str, str], threads: int, root: Path = ROOT
+) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+    """gunicorn serving the code at `root` on `data_dir` (one worker, `threads` threads, a free port) until the
+    block ends, stopped by PID: (its base URL, its process, its log)."""
+    port = free_port()
+    log = data_dir / "gunicorn.log"
+    process = None
+    try:
+        with open(log, "ab") as out:
             process = subprocess.Popen(
                 [
                     GUNICORN,
@@ -237,7 +256,7 @@ def mnemo(
                     "--timeout",
                     "300",
                 ],
-                cwd=ROOT,
+                cwd=root,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -256,12 +275,10 @@ def mnemo(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"gunicorn did not answer in 60 s:\n{log.read_text()[-3000:]}")
             time.sleep(0.3)
-        yield Server(base_url, data_dir, keys, process.pid, log)
+        yield base_url, process, log
     finally:
         if process is not None:
             stop(process)
-        if not keep:
-            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -1240,6 +1257,18 @@ def _hammer(server: Server, clients: int, seconds: float, request) -> dict:
     }
 
 
+def distinct_searches(server: Server, questions: Sequence[str], tag: str = ""):
+    """The load's search request for _hammer: every query distinct (a LoCoMo question with the client and request
+    number, and `tag`), so no two requests ask the same."""
+    url = f"{server.base_url}/api/v1/memories/search"
+
+    def search(http, client, n):
+        query = questions[(client * 997 + n) % len(questions)] + f" ({tag}{client}-{n})"
+        return http.post(url, json={"query": query, "limit": 10}, timeout=120)
+
+    return search
+
+
 @contextmanager
 def loaded_server(args: argparse.Namespace) -> Iterator[tuple[Server, str]]:
     """The served Mnemo the load runs against, holding `args.size` memories, and a line naming its stack."""
@@ -1285,10 +1314,7 @@ def run_load(args: argparse.Namespace) -> None:
     with loaded_server(args) as (server, stack):
         wait_quiet(args.quiet_wait)
         url = f"{server.base_url}/api/v1/memories"
-
-        def search(http, client, n):  # distinct queries: no two requests ask the same
-            query = questions[(client * 997 + n) % len(questions)] + f" ({client}-{n})"
-            return http.post(f"{url}/search", json={"query": query, "limit": 10}, timeout=120)
+        search = distinct_searches(server, questions)
 
         def add(http, client, n):
             content = f"Load client {client} notes item {n}: " + questions[(client * 31 + n) % len(questions)]
