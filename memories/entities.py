@@ -408,8 +408,12 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         doc = english_pipeline()(text)
         variant = entity_types.recased(text, doc)
         again = english_pipeline()(variant) if variant is not None else None
-    if again is not None and any(entity_types.opens_with_non_name(s[0], again) for s in doc.sents):
+    openers = entity_types.clause_openers(doc)
+    if again is not None and any(entity_types.opens_with_non_name(token, again) for token in openers):
         doc = again  # the same characters but one case: offsets and spans hold, names come from `text`
+    # The same tokens in the document kept: a re-read may split sentences otherwise.
+    opener_ids = {token.i for token in openers}
+    utterance_openers = {token.i for token in entity_types.colon_openers(doc)}
     spans: dict[int, tuple[int, str]] = {}  # an entity's first token → (its end, its type)
     handles = {token.i for token in doc if _HANDLE.fullmatch(token.text)}
     spans.update((i, (i + 1, entity_types.HANDLE)) for i in handles)
@@ -418,8 +422,13 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         covered.update(range(ent.start, ent.end))  # a date ("in March") or amount is no name either
         entity_type = _SPACY_TYPES.get(ent.label_)
         if entity_type is not None and not handles.intersection(range(ent.start, ent.end)):
-            tokens = entity_types.trimmed(list(ent))
-            spans[tokens[0].i] = (tokens[-1].i + 1, entity_type)
+            # A name never runs over a colon: "James: Max is …" names James (the speaker) and Max.
+            for part in _split_at_colons(list(ent)):
+                tokens = entity_types.trimmed(part)
+                if entity_types.greets_before_name(tokens[0], utterance_openers):
+                    tokens = tokens[1:]  # "Yep" in "Gina: Yep Jon, …", whether spaCy ran it into Jon or not
+                if tokens:
+                    spans[tokens[0].i] = (tokens[-1].i + 1, entity_type)
     run: list = []
     for token in [*doc, None]:
         if (
@@ -428,14 +437,18 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
             and token.i not in covered
             and token.text not in _ENGLISH_NOT_NAMES
             and not (token.like_email or token.like_url)  # an address names no one
-            and not (token.is_sent_start and entity_types.opens_with_non_name(token, again))
+            and not (token.i in opener_ids and entity_types.opens_with_non_name(token, again))
         ):
             run.append(token)
             continue
         if run:
             run = entity_types.trimmed(run)
-            following = spans.get(run[-1].i + 1)
-            if following is not None and following[1] == entity_types.HANDLE:
+            if entity_types.greets_before_name(run[0], utterance_openers):
+                run = run[1:]  # "Congrats" in "Max: Congrats Sam!"; the name it greets is its own span or run
+            following = spans.get(run[-1].i + 1) if run else None
+            if not run:
+                pass
+            elif following is not None and following[1] == entity_types.HANDLE:
                 pass  # a word before a handle is no part of a name ("Ping @dlopez", "cc @mike_r")
             elif following is not None and all(t.dep_ == "compound" and t.head.i in covered for t in run):
                 # Modifiers of the name spaCy found after them: a title or role ("CEO Tim Cook") is no name;
@@ -460,6 +473,17 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         )
         names.append(EnglishName(name, entity_type, rule_type, (doc, start, end)))
     return names
+
+
+def _split_at_colons(tokens: list) -> list[list]:
+    """The runs of `tokens` between colons, each non-empty."""
+    parts: list[list] = [[]]
+    for token in tokens:
+        if token.text == ":":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return [part for part in parts if part]
 
 
 def _pattern_relations(text: str, mentions: list[Mention]) -> list[RelationMention]:

@@ -246,19 +246,47 @@ def is_title(tokens: list) -> bool:
     return all(is_courtesy_title(t.lower_) or (t.is_upper and len(t.text) > 1) for t in tokens)
 
 
+def colon_openers(doc) -> list:
+    """The tokens that open what follows a colon within a sentence ("Gina: Yep Jon, …", a chat turn after its
+    speaker's name)."""
+    return [
+        doc[t.i + 1] for t in doc if t.text == ":" and t.i + 1 < len(doc) and not doc[t.i + 1].is_sent_start
+    ]
+
+
+def clause_openers(doc) -> list:
+    """The tokens that open a sentence or what follows a colon within it: capitalised there by convention, not
+    because they are names."""
+    return [sentence[0] for sentence in doc.sents] + colon_openers(doc)
+
+
+def greets_before_name(token, opener_ids: set[int]) -> bool:
+    """Whether `token` is the capitalised word opening an utterance after a speaker's name, before the name it
+    addresses ("Gina: Yep Jon, …", "Max: Congrats Sam!"): no given name nor title, followed by a given name.
+    Only after a colon: at a sentence's start the given names (every locale's) are too many to tell "Hey Sam" from
+    "Burger King" or "Sand Hill" (EWT dev span precision 0.670 → 0.664)."""
+    doc = token.doc
+    return (
+        token.i in opener_ids
+        and token.i + 1 < len(doc)
+        and not opens_with_given_name(token.text)
+        and not is_courtesy_title(token.lower_)
+        and opens_with_given_name(doc[token.i + 1].text)
+    )
+
+
 def recased(text: str, doc) -> str | None:
-    """`text` with each sentence's opening word in lower case, when spaCy took that word for part of a name
-    (a proper noun, or a word of what it took for a person's name) only because of its capital: None when no
-    sentence opens so. A person's name opening the sentence is read again only when its first word is no given
-    name ("Email Tom about …", not "Ana lives …")."""
+    """`text` with each clause's opening word (clause_openers) in lower case, when spaCy took that word for part
+    of a name (a proper noun, or a word of what it took for a person's name) only because of its capital: None
+    when no clause opens so. A person's name opening the clause is read again only when its first word is no
+    given name ("Email Tom about …", not "Ana lives …")."""
     chars = list(text)
     changed = False
-    for sentence in doc.sents:
-        first = sentence[0]
+    for first in clause_openers(doc):
         if (
             (first.pos_ == "PROPN" or first.ent_type_ == "PERSON")
             and first.is_title
-            and len(sentence) > 1
+            and first.i + 1 < len(doc)
             and (first.ent_type_ != "PERSON" or not opens_with_given_name(first.text))
         ):
             chars[first.idx] = first.text[0].lower()
@@ -267,15 +295,15 @@ def recased(text: str, doc) -> str | None:
 
 
 def opens_with_non_name(token, recased_doc) -> bool:
-    """True when this sentence-opening token, read again in lower case, is a verb ("Met", "Visited") and no
-    given name or place a gazetteer knows ("Ana", "Lyon" stay names)."""
+    """True when this clause-opening token, read again in lower case, is a verb or an interjection ("Met",
+    "Visited", "Yep", "Congrats") and no given name or place a gazetteer knows ("Ana", "Lyon" stay names)."""
     if recased_doc is None:
         return False
     other = recased_doc[token.i] if token.i < len(recased_doc) else None
     return (
         other is not None
         and other.idx == token.idx
-        and other.pos_ in ("VERB", "AUX")
+        and other.pos_ in ("VERB", "AUX", "INTJ")
         and token.text.casefold() not in _given_names()
         and not gazetteer.places(token.text)
     )

@@ -407,6 +407,20 @@ def test_numbers_ordinals_and_masked_secrets_are_never_entities(text):
     assert extract(text).mentions == []
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A chat turn after its speaker's name: the greeting that opens it is no part of the name it addresses.
+        ("Priya: Yep Tomas, the new studio looks great!", {"priya", "tomas"}),
+        ("Tomas: Congrats Priya! That is huge news.", {"tomas", "priya"}),
+        # A name never runs over the colon after the speaker's.
+        ("Lucia: Marco is so good at climbing.", {"lucia", "marco"}),
+    ],
+)
+def test_a_chat_turns_speaker_and_the_name_its_greeting_addresses_are_names_of_their_own(text, expected):
+    assert {mention.key for mention in extract(text).mentions} == expected
+
+
 def test_blank_lines_spacy_labels_as_an_entity_name_nothing():
     # spaCy labels the blank lines before a bracketed note ORG; the re-typer's features crashed on the empty name
     # and took the whole bulk add down with a 500.
