@@ -12,7 +12,6 @@ opening a shard twice fails even within a process: both live in core/vectorstore
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -50,11 +49,19 @@ from .base import (
     payload_selector,
     require_where,
 )
-from .edge_root import SEARCH_THREADS, SHARD_CONFIG, OpenRoot, acquire, edge_error, load_shard, release
+from .edge_root import (
+    SHARD_CONFIG,
+    OpenRoot,
+    acquire,
+    edge_config,
+    edge_error,
+    load_shard,
+    read_shard_config,
+    release,
+)
 from .edge_shard import OpenShard
 
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_DISTANCES = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot, "euclid": qe.Distance.Euclid}
 _last_used: dict[Path, float] = {}  # monotonic time of the last read or write per store path (idle_seconds)
 
 
@@ -82,7 +89,7 @@ class EdgeVectorStore(VectorStore):
     def ensure_collection(self, spec: CollectionSpec) -> None:
         root = self._open()
         directory = self.path / _checked_name(spec.name)
-        existing = _read_shard_config(directory)
+        existing = read_shard_config(directory)
         if existing is not None and (problem := config_mismatch(spec.name, spec, *existing)):
             raise VectorStoreConfigError(problem)
         if existing is None:
@@ -137,7 +144,7 @@ class EdgeVectorStore(VectorStore):
         return info.points_count, info.indexed_vectors_count, info.segments_count
 
     def dense_config(self, collection: str) -> dict[str, tuple[int, str]]:
-        config = _read_shard_config(self.path / _checked_name(collection))
+        config = read_shard_config(self.path / _checked_name(collection))
         return config[0] if config else {}
 
     def collection_bytes(self, collection: str) -> int:
@@ -147,7 +154,7 @@ class EdgeVectorStore(VectorStore):
 
     def vector_names(self, collection: str) -> tuple[int, int]:
         """How many dense and sparse named vectors each point of `collection` may carry."""
-        config = _read_shard_config(self.path / _checked_name(collection))
+        config = read_shard_config(self.path / _checked_name(collection))
         return (len(config[0]), len(config[1])) if config else (1, 0)
 
     # -- optimizing a copy (the steps of core/vectorstore/optimizer.py) ---------------------------------------
@@ -394,38 +401,9 @@ def _checked_name(collection: str) -> str:
 
 
 def _edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
-    return qe.EdgeConfig(
-        vectors={
-            name: qe.EdgeVectorParams(size=size, distance=_DISTANCES[spec.distance])
-            for name, size in spec.dense.items()
-        },
-        sparse_vectors={name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for name in spec.sparse},
-        max_search_threads=SEARCH_THREADS,
+    return edge_config(
+        {name: (size, spec.distance) for name, size in spec.dense.items()}, dict.fromkeys(spec.sparse, True)
     )
-
-
-def _read_shard_config(directory: Path) -> tuple[dict[str, tuple[int, str]], dict[str, bool]] | None:
-    """Vector settings of an existing shard from its edge_config.json, or None if there is no shard.
-
-    The Python binding exposes no getter for a loaded shard's config, and load(path, config) cannot run
-    while the shard is open, so we read the file qdrant-edge persists. If its format ever changes we
-    skip the check rather than refuse to start: a real size mismatch still fails on the first write.
-    """
-    try:
-        raw = json.loads((directory / SHARD_CONFIG).read_text())
-        dense = {
-            name: (int(params["size"]), str(params["distance"]).lower())
-            for name, params in raw.get("vectors", {}).items()
-        }
-        sparse = {
-            name: str((params or {}).get("modifier") or "").lower() == "idf"
-            for name, params in raw.get("sparse_vectors", {}).items()
-        }
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return dense, sparse
 
 
 def _dense_of(vectors: Any) -> dict[str, list[float]]:

@@ -51,34 +51,67 @@ def locked_message(path: Path, holder: str = "") -> str:
     )
 
 
+_DISTANCES = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot, "euclid": qe.Distance.Euclid}
+
+
+def edge_config(dense: dict[str, tuple[int, str]], sparse: dict[str, bool]) -> qe.EdgeConfig:
+    """A shard's config: dense vectors by name (size, distance), sparse vectors by name (IDF modifier or not),
+    searched with SEARCH_THREADS threads."""
+    return qe.EdgeConfig(
+        vectors={
+            name: qe.EdgeVectorParams(size=size, distance=_DISTANCES[distance])
+            for name, (size, distance) in dense.items()
+        },
+        sparse_vectors={
+            name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf if idf else None)
+            for name, idf in sparse.items()
+        },
+        max_search_threads=SEARCH_THREADS,
+    )
+
+
+def read_shard_config(directory: Path) -> tuple[dict[str, tuple[int, str]], dict[str, bool]] | None:
+    """Vector settings of an existing shard from its edge_config.json, or None if there is no shard.
+
+    The Python binding exposes no getter for a loaded shard's config, and load(path, config) cannot run
+    while the shard is open, so we read the file qdrant-edge persists. If its format ever changes we
+    skip the check rather than refuse to start: a real size mismatch still fails on the first write.
+    """
+    try:
+        raw = json.loads((directory / SHARD_CONFIG).read_text())
+        dense = {
+            name: (int(params["size"]), str(params["distance"]).lower())
+            for name, params in raw.get("vectors", {}).items()
+        }
+        sparse = {
+            name: str((params or {}).get("modifier") or "").lower() == "idf"
+            for name, params in raw.get("sparse_vectors", {}).items()
+        }
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return dense, sparse
+
+
 def load_shard(directory: Path) -> qe.EdgeShard:
     """The shard in `directory`, searched with SEARCH_THREADS threads. A shard created before that setting is
     loaded with it once, and qdrant-edge persists it in the shard's config (the vectors must be restated for
     that: a config without them is refused)."""
     try:
-        raw = json.loads((directory / SHARD_CONFIG).read_text())
-        if raw.get("max_search_threads") == SEARCH_THREADS:
-            return qe.EdgeShard.load(str(directory))
-        config = qe.EdgeConfig(
-            vectors={
-                name: qe.EdgeVectorParams(
-                    size=int(params["size"]), distance=getattr(qe.Distance, params["distance"])
-                )
-                for name, params in raw.get("vectors", {}).items()
-            },
-            sparse_vectors={
-                name: qe.EdgeSparseVectorParams(
-                    modifier=qe.Modifier.Idf
-                    if str((params or {}).get("modifier", "")).lower() == "idf"
-                    else None
-                )
-                for name, params in raw.get("sparse_vectors", {}).items()
-            },
-            max_search_threads=SEARCH_THREADS,
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return qe.EdgeShard.load(str(directory))  # a config this code cannot read: as qdrant-edge has it
-    return qe.EdgeShard.load(str(directory), config)
+        searched_with = json.loads((directory / SHARD_CONFIG).read_text()).get("max_search_threads")
+    except (OSError, ValueError, AttributeError):
+        searched_with = None
+    found = read_shard_config(directory)
+    if (
+        searched_with == SEARCH_THREADS
+        or found is None
+        or any(d not in _DISTANCES for _, d in found[0].values())
+    ):
+        return qe.EdgeShard.load(
+            str(directory)
+        )  # as qdrant-edge has it: set, or a config this code cannot read
+    return qe.EdgeShard.load(str(directory), edge_config(*found))
 
 
 class OpenRoot:
