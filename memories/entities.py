@@ -411,9 +411,9 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
     openers = entity_types.clause_openers(doc)
     if again is not None and any(entity_types.opens_with_non_name(token, again) for token in openers):
         doc = again  # the same characters but one case: offsets and spans hold, names come from `text`
-    # The same tokens in the document kept: a re-read may split sentences otherwise.
+    # Read from the first parse, whichever doc is kept: a re-read may split sentences otherwise.
     opener_ids = {token.i for token in openers}
-    utterance_openers = {token.i for token in entity_types.colon_openers(doc)}
+    utterance_openers = {token.i for token in openers if not token.is_sent_start}  # after a speaker's colon
     spans: dict[int, tuple[int, str]] = {}  # an entity's first token → (its end, its type)
     handles = {token.i for token in doc if _HANDLE.fullmatch(token.text)}
     spans.update((i, (i + 1, entity_types.HANDLE)) for i in handles)
@@ -424,10 +424,7 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         if entity_type is not None and not handles.intersection(range(ent.start, ent.end)):
             # A name never runs over a colon: "James: Max is …" names James (the speaker) and Max.
             for part in _split_at_colons(list(ent)):
-                tokens = entity_types.trimmed(part)
-                if entity_types.greets_before_name(tokens[0], utterance_openers):
-                    tokens = tokens[1:]  # "Yep" in "Gina: Yep Jon, …", whether spaCy ran it into Jon or not
-                if tokens:
+                if tokens := _name_tokens(part, utterance_openers):
                     spans[tokens[0].i] = (tokens[-1].i + 1, entity_type)
     run: list = []
     for token in [*doc, None]:
@@ -441,14 +438,10 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         ):
             run.append(token)
             continue
+        run = _name_tokens(run, utterance_openers) if run else []
         if run:
-            run = entity_types.trimmed(run)
-            if entity_types.greets_before_name(run[0], utterance_openers):
-                run = run[1:]  # "Congrats" in "Max: Congrats Sam!"; the name it greets is its own span or run
-            following = spans.get(run[-1].i + 1) if run else None
-            if not run:
-                pass
-            elif following is not None and following[1] == entity_types.HANDLE:
+            following = spans.get(run[-1].i + 1)
+            if following is not None and following[1] == entity_types.HANDLE:
                 pass  # a word before a handle is no part of a name ("Ping @dlopez", "cc @mike_r")
             elif following is not None and all(t.dep_ == "compound" and t.head.i in covered for t in run):
                 # Modifiers of the name spaCy found after them: a title or role ("CEO Tim Cook") is no name;
@@ -473,6 +466,14 @@ def english_names(text: str, technical_keys: set[str]) -> list[EnglishName]:
         )
         names.append(EnglishName(name, entity_type, rule_type, (doc, start, end)))
     return names
+
+
+def _name_tokens(tokens: list, utterance_openers: set[int]) -> list:
+    """A candidate name's tokens, trimmed (entity_types.trimmed) and without the greeting that opens a chat turn
+    before it ("Yep" in "Gina: Yep Jon, …", "Congrats" in "Max: Congrats Sam!", whether spaCy ran it into the name
+    or not): empty when nothing is left."""
+    tokens = entity_types.trimmed(tokens)
+    return tokens[1:] if entity_types.greets_before_name(tokens[0], utterance_openers) else tokens
 
 
 def _split_at_colons(tokens: list) -> list[list]:

@@ -286,7 +286,7 @@ def recased(text: str, doc) -> str | None:
         if (
             (first.pos_ == "PROPN" or first.ent_type_ == "PERSON")
             and first.is_title
-            and first.i + 1 < len(doc)
+            and first.i + 1 < first.sent.end  # the clause's only word is no name run on from its capital
             and (first.ent_type_ != "PERSON" or not opens_with_given_name(first.text))
         ):
             chars[first.idx] = first.text[0].lower()
