@@ -48,7 +48,7 @@ def stored_uuids(ids: Iterable, native: bool) -> list[uuid.UUID | str]:
     for value in ids:
         try:
             keys[_stored_uuid(value, native)] = None
-        except (ValueError, TypeError, AttributeError):
+        except ValueError:  # uuid.UUID's only complaint, about text that is no UUID (None reads "None")
             continue
     return list(keys)
 
