@@ -39,7 +39,9 @@ def _checkout(revision: str, into: Path) -> Path:
     return tree
 
 
-def _turn(loaded: Path, root: Path, into: Path, args: argparse.Namespace, tag: str) -> dict:
+def _turn(
+    loaded: Path, root: Path, into: Path, args: argparse.Namespace, questions: list[str], tag: str
+) -> dict:
     """One revision's searches/s on a fresh copy of the loaded data."""
     data_dir = into / tag
     shutil.copytree(loaded, data_dir)
@@ -48,7 +50,7 @@ def _turn(loaded: Path, root: Path, into: Path, args: argparse.Namespace, tag: s
         key = mb._manage(env, "create_api_key", "load", "--name", tag, root=root).strip().splitlines()[-1]
         with mb.serve(data_dir, env, threads=8, root=root) as (base_url, process, log):
             server = mb.Server(base_url, data_dir, {"load": key}, process.pid, log)
-            search = mb.distinct_searches(server, mb.latency_queries(10_000), tag=f"{tag}-")
+            search = mb.distinct_searches(server, questions, tag=f"{tag}-")
             mb._hammer(server, 10, 5.0, search)
             return mb._hammer(server, args.clients, args.seconds, search)
     finally:
@@ -89,11 +91,14 @@ def main() -> None:
             with mb.mnemo(["load"], keep=True, threads=8, root=tree) as server:
                 indexed = mb.load_indexed(server, mb.Client(server, "load"), mb.latency_memories(args.size))
             print(indexed, flush=True)
+            questions = mb.latency_queries(
+                10_000
+            )  # every LoCoMo question (categories 1-4), as the load bench
             turns = []
             for pair in range(1, args.pairs + 1):
                 for label, root in ((base, tree), (head, mb.ROOT)):
                     mb.wait_quiet(60)
-                    result = _turn(server.data_dir, root, into, args, f"{label}-{pair}")
+                    result = _turn(server.data_dir, root, into, args, questions, f"{label}-{pair}")
                     turns.append((pair, label, result))
                     print(f"pair {pair} {label}: {result['rate']:.1f} searches/s", flush=True)
         finally:
