@@ -229,10 +229,11 @@ def _graph_reach(user: User, query: str, config: RankingConfig = RANKING) -> _Gr
     indexed lookup, where running NER over every query cost ~9 ms and missed names asked in lower case. A person
     is also named by a first or last name alone ("Kofi" for Kofi Mensah), read from the user's people (its own
     lookup: in one OR with the names, SQLite scanned every user's entities), unless that word belongs to a name
-    the query gives in full: "Ana Costa" must not start from Ana Silva too."""
+    the query gives in full: "Ana Costa" must not start from Ana Silva too. A one-word name is no name given in
+    full: "Amara", an entity of its own where a memory wrote her first name alone, still starts from Amara Okafor."""
     keys = name_keys(query)
     found = _entities_named(user, keys)
-    given_in_full = {word for _, key in found if key in keys for word in key.split()}
+    given_in_full = {word for _, key in found if key in keys and " " in key for word in key.split()}
     start = {uuid_text(pk) for pk, key in found if key in keys or not given_in_full.intersection(key.split())}
     if not start:
         return _GraphReach()

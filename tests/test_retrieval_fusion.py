@@ -11,6 +11,7 @@ from core.ranking import RANKING
 from core.text import lexical_terms, query_words
 from memories.actions.write import memory_create
 from memories.entities import name_keys
+from memories.models import Entity
 from memories.retrieval import search_memories
 
 
@@ -557,6 +558,17 @@ def test_a_person_asked_about_by_first_name_reaches_their_facts(user):
         hits[0].memory.content == "Ana Costa works at Contoso." and graph["Ana Costa works at Contoso."] > 0
     )
     assert graph.get("Ana Silva works at Northwind.", 0) == 0
+
+
+def test_a_first_name_that_is_an_entity_of_its_own_still_reaches_the_full_name(user):
+    # "Amara" alone in one memory is an entity beside "Amara Okafor": asking about Amara starts from both.
+    add(user, "Amara Okafor works at Lagos Labs.", "Amara loves jollof rice.", "The user drinks green tea.")
+    keys = set(Entity.objects.filter(user=user).values_list("key", flat=True))
+    assert {"amara", "amara okafor"} <= keys
+    graph = {
+        hit.memory.content: hit.scores["graph"] for hit in search_memories(user=user, query="Amara").hits
+    }
+    assert graph["Amara Okafor works at Lagos Labs."] > 0 and graph["Amara loves jollof rice."] > 0
 
 
 def test_the_graph_is_read_while_the_query_is_embedded(user):
