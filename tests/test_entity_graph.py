@@ -366,6 +366,8 @@ def test_events_feed_the_graph_too(user):
         ("Called Yusuf about the Malmo branch.", {("Yusuf", "PERSON"), ("Malmo", "PLACE")}),
         # A capitalised verb opening the sentence and a courtesy title are no part of the name.
         ("Phoned Dr Okonkwo after lunch.", {("Okonkwo", "PERSON")}),
+        # "St" (Saint, Street) is part of the name it opens, no courtesy title.
+        ("Our cousin moved to St Albans last spring.", {("St Albans", "PLACE")}),
         ("Bumped into Ingeborg at the Utrecht conference.", {("Ingeborg", "PERSON"), ("Utrecht", "PLACE")}),
         # ... also where spaCy reads the verb and the name as one person; a given name opening it stays whole.
         ("Email Rosalind about the slides.", {("Rosalind", "PERSON")}),
