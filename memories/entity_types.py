@@ -87,9 +87,12 @@ _PERSON_FRAME = re.compile(
 )
 # The verbs of employment, whose complement is an organisation (or the person one works for: "works for Tom"
 # stays a person). Web text puts shops and restaurants after "at" as places, so a model learned from it (memories
-# .english_typer) reads "works at Initech" as a place; this frame is what the sentence itself says.
+# .english_typer) reads "works at Initech" as a place; this frame is what the sentence itself says. So does a
+# role held "at" a name ("is a data engineer at X", "as a nurse at X"): a copula or "as", an article, at most three
+# words, "at" (EWT dev and the hand-written dev sentences unchanged; it fires on neither).
 _ORG_FRAME = re.compile(
-    r"\b(?:works?|working|worked|employed|interns?|interning|interned) (?:at|for|by)(?: the)?\s*$",
+    r"\b(?:(?:works?|working|worked|employed|interns?|interning|interned) (?:at|for|by)(?: the)?"
+    r"|(?:is|was|am|are|were|as) an? (?:[a-z-]+ ){0,2}[a-z-]+ at)\s*$",
     re.IGNORECASE,
 )
 # The text before a name that a place frame is looked for in: the frame must end right before the name ("lives in
