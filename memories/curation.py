@@ -14,7 +14,8 @@ In order, for one new memory:
    language"); a value in the other language is another only when shown to be (memories.anchors.same_value:
    "马德里" is not "Vienna", "维也纳" is, "阿克米" may be "Acme" and replaces nothing). So does a fact that
    restates one of its nearest current facts word for word but for one value and says it changed ("I study
-   English now" after "I study Korean"; memories.facts.changed_value), for facts no slot names. An imported fact
+   English now" after "I study Korean"; memories.facts.changed_value) or says it no longer holds ("I no longer
+   drive the Honda"; memories.facts.ended_fact), for facts no slot names. An imported fact
    older than the current one is itself stored as superseded.
 3. A fact that says no more than a current fact says is merged into it: dense similarity at least the threshold
    for the pair (THRESHOLDS: within a language; across languages, lower when the two share their names and
@@ -47,7 +48,7 @@ from core.text import CJK, CJK_CUTOFF, LATIN, cjk_ratio, content_words, same_wor
 from core.vectorstore import VectorStoreError
 from memories import anchors, mirror
 from memories.curation_model import ask_model
-from memories.facts import Slot, changed_value, same_attribute, says_changed, slots
+from memories.facts import Slot, changed_value, ended_fact, same_attribute, says_changed, says_ended, slots
 from memories.models import Fact, Memory
 from memories.types import names_where
 
@@ -292,24 +293,30 @@ class Curator:
 
     def _marked_change(self, memory: Memory, edited: bool = False) -> Decision | None:
         """Current facts that the memory restates with one value replaced and a word saying it changed
-        (memories.facts.changed_value: "I study English now" after "I study Korean"), among its nearest ones:
-        the facts no single-valued slot names."""
-        if not memory.policy.states_facts or not says_changed(memory.content):
+        (memories.facts.changed_value: "I study English now" after "I study Korean"), or says no longer hold
+        (memories.facts.ended_fact: "I no longer drive the Honda" after "I drive a Honda"), among its nearest
+        ones: the facts no single-valued slot names."""
+        content = memory.content
+        if not memory.policy.states_facts or not (says_changed(content) or says_ended(content)):
             return None
         older: dict[object, Memory] = {}
         reasons = []
         for existing, _ in sorted(self._similar(memory), key=lambda pair: pair[1], reverse=True):
-            change = changed_value(existing.content, memory.content)
-            if change is not None and existing.pk != memory.pk:
-                older.setdefault(existing.pk, existing)
-                reasons.append(
-                    Text(
-                        gettext_noop("%(value)s in place of %(old)s (was: %(fact)s)"),
-                        value=change[1],
-                        old=change[0],
-                        fact=_clip(existing.content),
-                    )
+            if existing.pk == memory.pk:
+                continue
+            if (change := changed_value(existing.content, content)) is not None:
+                reason = Text(
+                    gettext_noop("%(value)s in place of %(old)s (was: %(fact)s)"),
+                    value=change[1],
+                    old=change[0],
+                    fact=_clip(existing.content),
                 )
+            elif ended_fact(existing.content, content):
+                reason = Text(gettext_noop("no longer holds: %(fact)s"), fact=_clip(existing.content))
+            else:
+                continue
+            older.setdefault(existing.pk, existing)
+            reasons.append(reason)
         return self._superseding(memory, older, reasons, edited)
 
     def _superseding(

@@ -229,6 +229,15 @@ def parse_english(texts: Sequence[str]) -> list:
         return list(english_pipeline().pipe(texts, disable=["ner"]))
 
 
+def english_lemmas(text: str) -> list[tuple[str, str, str]]:
+    """(word lower-cased, lemma lower-cased, part of speech) of each token of `text`: "drives" as "drive". The
+    pipeline loads its lemmatizer disabled, as nothing else needs it; it is run here on the parsed text."""
+    with _spacy_lock:
+        nlp = english_pipeline()
+        doc = nlp.get_pipe("lemmatizer")(next(nlp.pipe([text], disable=["ner"])))
+    return [(token.lower_, token.lemma_.casefold(), token.pos_) for token in doc]
+
+
 def chinese_words(text: str) -> list[tuple[str, str]]:
     """jieba's words of `text` with their part of speech ("nr" a person's name, "ns" a place, …)."""
     return [(word.word, word.flag) for word in _posseg().cut(text)]

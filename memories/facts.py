@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from core.text import normalise
-from memories.entities import chinese_words, parse_english
+from memories.entities import chinese_words, english_lemmas, parse_english
 
 SELF = "user"
 
@@ -498,6 +498,63 @@ def _words(text: str) -> tuple[_Word, ...]:
         for token in doc
         if not token.is_punct and not token.is_space
     )
+
+
+# The words that say a statement has stopped holding ("I no longer drive the Honda", "我不再开本田了"): a closed
+# class of each language. "anymore" ends a fact only beside a negation ("I don't drive it anymore").
+_ENDED = re.compile(
+    r"\bno longer\b|(?:\bnot\b|n't\b|\bnever\b).*\bany ?more\b|不再|再也不|已经不", re.IGNORECASE
+)
+_ENDING_WORDS = frozenset(
+    {"no", "longer", "not", "n't", "never", "anymore", "any", "more", "不再", "再也不", "已经不"}
+)
+# Words that carry no meaning of the fact: English auxiliaries and determiners ("I am no longer a vegetarian"
+# after "I am a vegetarian"; "the Honda" after "a Honda"), Chinese numerals, measure words and particles
+# ("一辆", "了"), punctuation.
+_FRAME_POS = frozenset({"AUX", "DET", "PUNCT", "SPACE", "PART"})
+_FRAME_FLAGS = ("m", "q", "u", "y", "x")
+
+
+_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b|[不没别]")
+
+
+def says_ended(text: str) -> bool:
+    """Whether `text` says something no longer holds: the cheap test before ended_fact parses anything."""
+    return bool(_ENDED.search(normalise(text)))
+
+
+def _meaning_words(text: str) -> tuple[str, ...]:
+    """The words of `text` that carry its meaning, lemmatised in English ("drives" as "drive"), without the words
+    that say a fact ended."""
+    text = normalise(text)
+    if _CJK_TEXT.search(text):
+        words = [
+            word for word, flag in chinese_words(text) if word.strip() and not flag.startswith(_FRAME_FLAGS)
+        ]
+    else:
+        words = [
+            lemma
+            for word, lemma, pos in english_lemmas(text)
+            if pos not in _FRAME_POS and word not in _ENDING_WORDS
+        ]
+    return tuple(word for word in words if word not in _ENDING_WORDS)
+
+
+def ended_fact(existing: str, new: str) -> bool:
+    """Whether `new` says that `existing` no longer holds: "I no longer drive the Honda" after "I drive a Honda
+    Civic", "我不再吃肉了" after "我吃肉". `new`, its words of ending left out, says `existing` again word for
+    word in order (lemmas; determiners, auxiliaries and measure words aside), at least two words of it, and
+    `existing` has at most _MAX_VALUE_WORDS words more (what the ended fact named in full); `existing` says
+    nothing ended itself nor denies anything. Both in one language, as changed_value."""
+    if bool(_CJK_TEXT.search(existing)) != bool(_CJK_TEXT.search(new)) or new.rstrip().endswith(("?", "？")):
+        return False
+    if not says_ended(new) or says_ended(existing) or _NEGATED.search(normalise(existing)):
+        return False  # "I no longer eat meat" ends no "I don't eat meat": it says it again
+    old_words, new_words = _meaning_words(existing), _meaning_words(new)
+    if len(new_words) < 2 or len(old_words) - len(new_words) > _MAX_VALUE_WORDS:
+        return False
+    remaining = iter(old_words)
+    return all(word in remaining for word in new_words)  # a subsequence of the existing fact's words
 
 
 def changed_value(existing: str, new: str) -> tuple[str, str] | None:

@@ -546,6 +546,44 @@ def test_a_restated_fact_with_a_new_value_and_now_supersedes_the_old_one(user):
     assert "The team's standup is on Tuesdays." not in current and "Priya plays the cello." in current
 
 
+@pytest.mark.parametrize(
+    ("existing", "new", "ended"),
+    [
+        # More said than a value that may go with it: another fact.
+        ("Tariq keeps bees with his uncle in the back garden.", "Tariq no longer keeps bees.", False),
+        ("Tariq keeps bees.", "Tariq no longer keeps bees.", True),
+        ("The user rides a Vespa scooter.", "The user no longer rides the Vespa.", True),
+        ("I'm a member of the rowing club.", "I am not a member of the rowing club anymore.", True),
+        ("我养了一只鹦鹉。", "我不再养鹦鹉了。", True),
+        # Not an end: it already denied it, another subject, another verb, another language, or a question.
+        ("I don't drink coffee.", "I no longer drink coffee.", False),
+        ("Ines rides a Vespa.", "Tariq no longer rides a Vespa.", False),
+        ("I ride a Vespa.", "I no longer repair the Vespa.", False),
+        ("我养了一只鹦鹉。", "I no longer keep a parrot.", False),
+        ("I ride a Vespa.", "Do I no longer ride a Vespa?", False),
+    ],
+)
+def test_a_fact_said_to_hold_no_longer_is_read_as_its_end(existing, new, ended):
+    from memories.facts import ended_fact
+
+    assert ended_fact(existing, new) is ended
+
+
+def test_a_fact_said_to_hold_no_longer_supersedes_it(user):
+    """The end of a fact no slot names ("no longer", "不再") is a newer state of it, as "now" is."""
+    vespa = memory_write(user=user, content="The user rides a Vespa scooter.", memory_type="semantic").memory
+    ended = memory_write(user=user, content="The user no longer rides the Vespa.", memory_type="semantic")
+    assert ended.action == "supersede" and ended.superseded == (vespa,)
+    assert "no longer holds" in str(ended.reason)
+    parrot = memory_write(user=user, content="我养了一只鹦鹉。", memory_type="semantic").memory
+    assert memory_write(user=user, content="我不再养鹦鹉了。", memory_type="semantic").superseded == (parrot,)
+    # Saying again what was denied is no end of it.
+    memory_write(user=user, content="I don't drink coffee.", memory_type="semantic")
+    assert (
+        memory_write(user=user, content="I no longer drink coffee.", memory_type="semantic").superseded == ()
+    )
+
+
 def test_an_api_edit_that_restates_a_fact_with_a_new_value_and_now_supersedes_it(api, user):
     choir = add(api, "Rehearsals for the choir are in the church hall.").json()
     chess = add(api, "I play chess online most evenings.").json()
