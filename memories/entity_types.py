@@ -95,6 +95,9 @@ _ORG_FRAME = re.compile(
     r"|(?:is|was|am|are|were|as) an? (?:[a-z-]+ ){0,2}[a-z-]+ at)\s*$",
     re.IGNORECASE,
 )
+# Where one works in Chinese: 在 X 工作 / 上班 / 任职 / 实习. X may be a city (在杭州工作) but never a person, so this
+# frame turns a person (jieba's nr: "我在阿里巴巴工作") or an untyped name into an organisation, and a place stays.
+_ZH_WORKPLACE = "(?:在|于){}(?:工作|上班|任职|实习|打工)"
 # The text before a name that a place frame is looked for in: the frame must end right before the name ("lives in
 # the city of Valencia" is no frame, by design), so this only has to hold the frame itself.
 _FRAME_REACH = 40
@@ -121,6 +124,10 @@ def framed_type(text: str, name: str, entity_type: str) -> str:
     if entity_type in ("PLACE", "ORG", "CONCEPT", "OTHER") and _framed(text, name, _PERSON_FRAME, False):
         return "PERSON"
     if entity_type in ("PLACE", "CONCEPT", "OTHER") and _framed(text, name, _ORG_FRAME, True):
+        return "ORG"
+    if entity_type in ("PERSON", "CONCEPT", "OTHER") and re.search(
+        _ZH_WORKPLACE.format(re.escape(name)), text
+    ):
         return "ORG"
     return entity_type
 

@@ -394,6 +394,10 @@ def test_events_feed_the_graph_too(user):
             {("Marisol Vega", "PERSON"), ("Quillfeather", "ORG")},
         ),
         ("Odile Brun joined as a sales lead at Veridian.", {("Odile Brun", "PERSON"), ("Veridian", "ORG")}),
+        # Where one works in Chinese is no person (a brand named after one) and nothing untyped; a city stays one.
+        ("他在李宁上班。", {("李宁", "ORG")}),
+        ("我在娃哈哈工作。", {("娃哈哈", "ORG")}),
+        ("她在杭州工作。", {("杭州", "PLACE")}),
     ],
 )
 def test_names_are_typed_by_the_packages_gazetteers_and_trimmed(text, expected):
