@@ -515,9 +515,6 @@ _FRAME_POS = frozenset({"AUX", "DET", "PUNCT", "SPACE", "PART"})
 _FRAME_FLAGS = ("m", "q", "u", "y", "x")
 
 
-_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b|[不没别]")
-
-
 def says_ended(text: str) -> bool:
     """Whether `text` says something no longer holds: the cheap test before ended_fact parses anything."""
     return bool(_ENDED.search(normalise(text)))
@@ -528,16 +525,12 @@ def _meaning_words(text: str) -> tuple[str, ...]:
     that say a fact ended."""
     text = normalise(text)
     if _CJK_TEXT.search(text):
-        words = [
-            word for word, flag in chinese_words(text) if word.strip() and not flag.startswith(_FRAME_FLAGS)
+        tokens = [
+            (w, w) for w, flag in chinese_words(text) if w.strip() and not flag.startswith(_FRAME_FLAGS)
         ]
     else:
-        words = [
-            lemma
-            for word, lemma, pos in english_lemmas(text)
-            if pos not in _FRAME_POS and word not in _ENDING_WORDS
-        ]
-    return tuple(word for word in words if word not in _ENDING_WORDS)
+        tokens = [(word, lemma) for word, lemma, pos in english_lemmas(text) if pos not in _FRAME_POS]
+    return tuple(meaning for word, meaning in tokens if word not in _ENDING_WORDS)
 
 
 def ended_fact(existing: str, new: str) -> bool:
@@ -548,7 +541,7 @@ def ended_fact(existing: str, new: str) -> bool:
     nothing ended itself nor denies anything. Both in one language, as changed_value."""
     if bool(_CJK_TEXT.search(existing)) != bool(_CJK_TEXT.search(new)) or new.rstrip().endswith(("?", "？")):
         return False
-    if not says_ended(new) or says_ended(existing) or _NEGATED.search(normalise(existing)):
+    if not says_ended(new) or says_ended(existing) or any(w.text in _NEGATIONS for w in _words(existing)):
         return False  # "I no longer eat meat" ends no "I don't eat meat": it says it again
     old_words, new_words = _meaning_words(existing), _meaning_words(new)
     if len(new_words) < 2 or len(old_words) - len(new_words) > _MAX_VALUE_WORDS:

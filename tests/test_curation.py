@@ -557,6 +557,7 @@ def test_a_restated_fact_with_a_new_value_and_now_supersedes_the_old_one(user):
         ("我养了一只鹦鹉。", "我不再养鹦鹉了。", True),
         # Not an end: it already denied it, another subject, another verb, another language, or a question.
         ("I don't drink coffee.", "I no longer drink coffee.", False),
+        ("我不喝咖啡。", "我不再喝咖啡了。", False),
         ("Ines rides a Vespa.", "Tariq no longer rides a Vespa.", False),
         ("I ride a Vespa.", "I no longer repair the Vespa.", False),
         ("我养了一只鹦鹉。", "I no longer keep a parrot.", False),
