@@ -232,9 +232,9 @@ def parse_english(texts: Sequence[str]) -> list:
 def english_lemmas(text: str) -> list[tuple[str, str, str]]:
     """(word lower-cased, lemma lower-cased, part of speech) of each token of `text`: "drives" as "drive". The
     pipeline loads its lemmatizer disabled, as nothing else needs it; it is run here on the parsed text."""
+    [doc] = parse_english([text])
     with _spacy_lock:
-        nlp = english_pipeline()
-        doc = nlp.get_pipe("lemmatizer")(next(nlp.pipe([text], disable=["ner"])))
+        doc = english_pipeline().get_pipe("lemmatizer")(doc)
     return [(token.lower_, token.lemma_.casefold(), token.pos_) for token in doc]
 
 
