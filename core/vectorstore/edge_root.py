@@ -103,14 +103,13 @@ def load_shard(directory: Path) -> qe.EdgeShard:
     except (OSError, ValueError, AttributeError):
         searched_with = None
     found = read_shard_config(directory)
+    # As qdrant-edge has it: already set, or a config this code cannot restate.
     if (
         searched_with == SEARCH_THREADS
         or found is None
         or any(d not in _DISTANCES for _, d in found[0].values())
     ):
-        return qe.EdgeShard.load(
-            str(directory)
-        )  # as qdrant-edge has it: set, or a config this code cannot read
+        return qe.EdgeShard.load(str(directory))
     return qe.EdgeShard.load(str(directory), edge_config(*found))
 
 
